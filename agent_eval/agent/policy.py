@@ -1,0 +1,49 @@
+"""The one plug point every agent implements: given the step's context, decide the next action.
+
+The LLM policy and the oracle (scripted solution) both satisfy `Policy`; the episode loop knows only this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agent_eval.action import Action
+from agent_eval.device.observation import Observation
+
+
+@dataclass(frozen=True)
+class PastStep:
+    """What the agent is reminded of about an earlier step."""
+
+    step: int
+    action: Action | None  # None: the answer was invalid
+    summary: str  # short human-readable line, e.g. 'tap 3 "Network & internet"'
+
+
+@dataclass(frozen=True)
+class StepContext:
+    goal: str
+    step: int  # 1-based
+    max_steps: int
+    observation: Observation
+    history: tuple[PastStep, ...]
+    seed: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action | None  # None when the answer could not be turned into an action (an invalid step)
+    raw_answer: str = ""
+    invalid_reason: str | None = None
+    prompt: list[dict[str, Any]] = field(default_factory=list)  # messages sent, images elided
+    prompt_hash: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model_s: float = 0.0  # time spent waiting for the model
+
+
+class Policy(Protocol):
+    def decide(self, context: StepContext) -> Decision:
+        """Choose the next action. Raise EngineError for engine failures (an infra error, retried)."""
+        ...

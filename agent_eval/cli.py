@@ -1,0 +1,44 @@
+"""The `agent-eval` command: a thin layer that wires each part's commands together.
+
+Each part owns its own command module; this file only registers them and turns project errors into messages.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from agent_eval import __version__
+from agent_eval.errors import AgentEvalError
+
+
+@click.group()
+@click.version_option(__version__, prog_name="agent-eval")
+def cli() -> None:
+    """Evaluate Android GUI agents on quantized builds: how often they get there, and notice it."""
+
+
+def _register() -> None:
+    # Parts add their commands here, one line each.
+    pass
+
+
+_register()
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except AgentEvalError as e:
+        click.echo(f"agent-eval: error: {e}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,65 @@
+"""What the agent sees of the phone at one step: a screenshot and the UI tree as numbered elements.
+
+Values only; the driver (device/driver.py) produces them, the agent and the predicates read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Bounds:
+    left: int
+    top: int
+    right: int
+    bottom: int
+
+    @property
+    def center(self) -> tuple[int, int]:
+        return (self.left + self.right) // 2, (self.top + self.bottom) // 2
+
+    @property
+    def width(self) -> int:
+        return self.right - self.left
+
+    @property
+    def height(self) -> int:
+        return self.bottom - self.top
+
+
+@dataclass(frozen=True)
+class Element:
+    """One node of the UI tree that an agent can act on or read.
+
+    `index` is the number shown to the agent (position in Observation.elements), not uiautomator's sibling index.
+    """
+
+    index: int
+    cls: str
+    text: str
+    content_desc: str
+    resource_id: str
+    package: str
+    bounds: Bounds
+    checkable: bool = False
+    checked: bool = False
+    clickable: bool = False
+    long_clickable: bool = False
+    scrollable: bool = False
+    focusable: bool = False
+    focused: bool = False
+    selected: bool = False
+    enabled: bool = True
+    password: bool = False
+
+
+@dataclass(frozen=True)
+class Observation:
+    screenshot_png: bytes
+    ui_xml: str
+    elements: tuple[Element, ...]
+    activity: str  # focused component, e.g. "com.android.settings/.Settings"
+    width: int
+    height: int
+    all_nodes: tuple[Element, ...] = field(default=(), repr=False)  # every dumped node, for predicates
