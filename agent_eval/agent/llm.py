@@ -1,0 +1,65 @@
+"""The LLM policy: one chat request per step (prompt → endpoint → parsed action), no memory between calls.
+
+The episode loop owns the history; engine failures surface as EngineError so the episode is retried.
+"""
+
+from __future__ import annotations
+
+from agent_eval.agent.parse import parse_action
+from agent_eval.agent.policy import Decision, StepContext
+from agent_eval.agent.prompt import action_schema, build_prompt
+from agent_eval.builds.client import ChatClient
+
+
+def step_seed(episode_seed: int, step: int) -> int:
+    """The request seed for a step: fixed per (episode seed, step), so a rerun asks the same question."""
+    return (episode_seed * 1_000_003 + step) % 2**31
+
+
+class LLMPolicy:
+    """Asks a chat endpoint for each step's action. Satisfies `Policy`."""
+
+    def __init__(
+        self,
+        client: ChatClient,
+        *,
+        accepts_images: bool | None = None,
+        history_len: int = 4,
+        structured_output: bool = True,
+    ) -> None:
+        self.client = client
+        # Default to what the endpoint says it takes; a caller may switch images off for a text-only prompt.
+        self.accepts_images = client.endpoint.accepts_images if accepts_images is None else accepts_images
+        self.history_len = history_len
+        self.structured_output = structured_output
+        self._schema = action_schema()
+
+    def decide(self, context: StepContext) -> Decision:
+        history = context.history[-self.history_len :] if self.history_len > 0 else ()
+        prompt = build_prompt(
+            context.goal,
+            context.observation,
+            step=context.step,
+            max_steps=context.max_steps,
+            history=history,
+            with_image=self.accepts_images,
+        )
+        result = self.client.chat(
+            prompt.messages,
+            json_schema=self._schema if self.structured_output else None,
+            seed=step_seed(context.seed, context.step),
+        )
+        parsed = parse_action(result.text, context.observation)
+        reason = parsed.reason
+        if parsed.action is None and result.finish_reason == "length":
+            reason = f"{reason} (the answer hit the token limit)"
+        return Decision(
+            action=parsed.action,
+            raw_answer=result.text,
+            invalid_reason=reason,
+            prompt=prompt.recorded,
+            prompt_hash=prompt.hash,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            model_s=result.latency_s,
+        )

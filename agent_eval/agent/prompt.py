@@ -1,0 +1,222 @@
+"""The agent's prompt: fixed instructions first (engines cache that prefix), then goal, history, screen.
+
+Also the JSON schema of one action (for structured output) and the prompt hash that makes builds comparable.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_eval.action import Action, ActionType
+from agent_eval.agent.policy import PastStep
+from agent_eval.device.observation import Element, Observation
+
+# Short on purpose: the default model (SmolLM2-135M) has 2048 tokens of context for all of it.
+SYSTEM_PROMPT = """\
+You control an Android phone to reach a goal. Each turn you see the screen as a numbered list of \
+elements. Answer with exactly one JSON action and nothing else. Actions:
+{"type": "tap", "element": 3}
+{"type": "long_press", "element": 3}
+{"type": "type", "element": 3, "text": "hello"}
+{"type": "scroll", "direction": "down"} (up, down, left, right)
+{"type": "key", "key": "back"} (back, home, enter)
+{"type": "open_app", "app": "Settings"}
+{"type": "wait"}
+{"type": "done"} when the goal is reached on the screen
+{"type": "infeasible"} when the goal cannot be reached
+Use element numbers from the current list. Once the goal is reached, answer done; never undo it."""
+
+MAX_ELEMENTS = 40  # beyond this, the list is cut (and says so): long lists crowd out the model's context
+MAX_LABEL_CHARS = 60
+
+_IMAGE_PLACEHOLDER = "image omitted"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    messages: list[dict[str, Any]]  # what is sent, images included
+    recorded: list[dict[str, Any]]  # what is stored: images replaced by their sha256
+    hash: str  # sha256 of `recorded`, canonical JSON
+
+
+def action_schema() -> dict[str, Any]:
+    """JSON schema for one action: one alternative per action type, each with exactly the fields it needs.
+
+    `type` comes first in every alternative so a constrained decoder commits to the action before its fields.
+    """
+
+    def alt(kind: ActionType, **fields: dict[str, Any]) -> dict[str, Any]:
+        props: dict[str, Any] = {"type": {"type": "string", "enum": [kind.value]}, **fields}
+        return {
+            "type": "object",
+            "properties": props,
+            "required": list(props),
+            "additionalProperties": False,
+        }
+
+    element = {"type": "integer", "minimum": 0}
+    direction = {"type": "string", "enum": ["up", "down", "left", "right"]}
+    return {
+        "anyOf": [
+            alt(ActionType.TAP, element=element),
+            alt(ActionType.LONG_PRESS, element=element),
+            alt(ActionType.TYPE, element=element, text={"type": "string", "maxLength": 60}),
+            alt(ActionType.SCROLL, direction=direction),
+            alt(ActionType.KEY, key={"type": "string", "enum": ["back", "home", "enter"]}),
+            alt(ActionType.OPEN_APP, app={"type": "string", "maxLength": 40}),
+            alt(ActionType.WAIT),
+            alt(ActionType.DONE),
+            alt(ActionType.INFEASIBLE),
+        ]
+    }
+
+
+def is_layout_only(e: Element) -> bool:
+    """A node that says nothing and does nothing (a bare container): not worth the model's tokens."""
+    return not (
+        e.text
+        or e.content_desc
+        or e.clickable
+        or e.long_clickable
+        or e.checkable
+        or e.scrollable
+        or (e.focusable and "EditText" in e.cls)
+    )
+
+
+def element_line(e: Element) -> str:
+    """One element as the agent sees it, e.g. `[3] Switch "Wi-Fi" checked=false`."""
+    parts = [f"[{e.index}]", e.cls.rsplit(".", 1)[-1] or "View"]
+    label = e.text or e.content_desc
+    if label:
+        parts.append(json.dumps(_clip(label), ensure_ascii=False))
+    if e.content_desc and e.text and e.content_desc != e.text:
+        parts.append("desc=" + json.dumps(_clip(e.content_desc), ensure_ascii=False))
+    if not label and e.resource_id:
+        parts.append("id=" + e.resource_id.rsplit("/", 1)[-1])
+    if e.checkable:
+        parts.append(f"checked={'true' if e.checked else 'false'}")
+    if e.selected:
+        parts.append("selected")
+    if e.scrollable:
+        parts.append("scrollable")
+    if e.focused:
+        parts.append("focused")
+    if not e.enabled:
+        parts.append("disabled")
+    return " ".join(parts)
+
+
+def element_lines(observation: Observation, limit: int = MAX_ELEMENTS) -> list[str]:
+    """The numbered lines for the screen's elements, layout-only nodes skipped, at most `limit` of them."""
+    shown = [element_line(e) for e in observation.elements if not is_layout_only(e)]
+    if len(shown) > limit:
+        shown = [*shown[:limit], f"(… {len(shown) - limit} more; scroll to see others)"]
+    return shown
+
+
+def action_summary(action: Action | None, observation: Observation | None = None) -> str:
+    """A short line about a past step for the history, e.g. `tap 3 "Network & internet"`."""
+    if action is None:
+        return "invalid answer (ignored)"
+    words = [action.type.value]
+    if action.element is not None:
+        words.append(str(action.element))
+        label = _label_of(action.element, observation)
+        if label:
+            words.append(json.dumps(_clip(label, 40), ensure_ascii=False))
+    elif action.x is not None and action.y is not None:
+        words.append(f"at {action.x},{action.y}")
+    for value in (action.direction, action.key, action.app):
+        if value:
+            words.append(value)
+    if action.text is not None:
+        words.append(json.dumps(_clip(action.text, 40), ensure_ascii=False))
+    return " ".join(words)
+
+
+def build_prompt(
+    goal: str,
+    observation: Observation,
+    *,
+    step: int,
+    max_steps: int,
+    history: Sequence[PastStep] = (),
+    with_image: bool = False,
+) -> Prompt:
+    """The chat messages for one step. The order keeps whatever repeats between steps at the front."""
+    lines = [f"Goal: {goal}"]
+    if history:
+        lines.append("Previous steps:")
+        lines.extend(f"{p.step}. {p.summary}" for p in history)
+    lines.append(f"Step {step} of {max_steps}. Screen ({_short_activity(observation.activity)}):")
+    lines.extend(element_lines(observation) or ["(no elements)"])
+    lines.append("Your action as JSON:")
+    text = "\n".join(lines)
+
+    user: dict[str, Any]
+    if with_image:
+        url = "data:image/png;base64," + base64.b64encode(observation.screenshot_png).decode("ascii")
+        user = {
+            "role": "user",
+            "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": url}}],
+        }
+    else:
+        user = {"role": "user", "content": text}
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, user]
+    recorded = elide_images(messages)
+    return Prompt(messages=messages, recorded=recorded, hash=prompt_hash(recorded))
+
+
+def elide_images(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of the messages with every inline image replaced by `sha256:<hex>` of its bytes."""
+    out = copy.deepcopy(list(messages))
+    for message in out:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                url = str(part.get("image_url", {}).get("url", ""))
+                digest = hashlib.sha256(_image_bytes(url)).hexdigest()
+                part["image_url"] = {"url": f"sha256:{digest}", "note": _IMAGE_PLACEHOLDER}
+    return out
+
+
+def _image_bytes(url: str) -> bytes:
+    head, _, data = url.partition(";base64,")
+    if head.startswith("data:") and data:
+        try:
+            return base64.b64decode(data, validate=True)
+        except ValueError:
+            pass
+    return url.encode("utf-8", "replace")
+
+
+def prompt_hash(recorded: Sequence[dict[str, Any]]) -> str:
+    canonical = json.dumps(list(recorded), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _label_of(index: int, observation: Observation | None) -> str:
+    if observation is None:
+        return ""
+    for e in observation.elements:
+        if e.index == index:
+            return e.text or e.content_desc
+    return ""
+
+
+def _short_activity(activity: str) -> str:
+    return activity.rsplit("/", 1)[-1].rsplit(".", 1)[-1] or "unknown"
+
+
+def _clip(text: str, limit: int = MAX_LABEL_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
