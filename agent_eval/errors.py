@@ -38,5 +38,12 @@ class EngineError(InfraError):
     """The model endpoint refused, timed out, answered garbage, or its server died."""
 
 
+class InvalidActionError(AgentEvalError):
+    """An agent's action names an element that is not on screen or lacks a field it needs.
+
+    Not an infra error: the episode loop records the step as invalid and carries on.
+    """
+
+
 class RunStoreError(AgentEvalError):
     """A run directory is unreadable or belongs to a different configuration."""

@@ -52,6 +52,8 @@ class Element:
     selected: bool = False
     enabled: bool = True
     password: bool = False
+    node: int = -1  # position of this node in Observation.all_nodes (-1: unknown)
+    parent: int = -1  # position of the parent node in Observation.all_nodes (-1: the root or unknown)
 
 
 @dataclass(frozen=True)

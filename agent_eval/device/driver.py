@@ -1,0 +1,386 @@
+"""The device driver: one adb serial observed, acted on, queried and reset through the adb server.
+
+Works with any serial the adb server lists (emulator, real phone, the virtual phone); failures of the device
+surface as DeviceError / DeviceNotFoundError, bad agent actions as InvalidActionError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import struct
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import adbutils
+
+from agent_eval.action import Action, ActionType
+from agent_eval.device import gestures
+from agent_eval.device.observation import Bounds, Element, Observation
+from agent_eval.device.uitree import parse_ui
+from agent_eval.errors import DeviceError, DeviceNotFoundError, InvalidActionError
+
+DUMP_PATH = "/sdcard/window_dump.xml"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_RESUMED = re.compile(r"ResumedActivity[:=]\s*ActivityRecord\{\S+ u\d+ ([^\s}]+/[^\s}]+)")
+_FOCUS = re.compile(r"mCurrentFocus=Window\{\S+ u\d+ ([^\s}]+/[^\s}]+)")
+_NO_CONSOLE = ("no emulator detected", "unable to connect", "could not connect", "error: ")
+
+
+@dataclass(frozen=True)
+class ShellResult:
+    output: str  # stdout and stderr as the device produced them
+    exit_code: int
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+def short_component(component: str) -> str:
+    """`pkg/pkg.Act` → `pkg/.Act`, the form `am` and `dumpsys activity` print."""
+    package, _, cls = component.partition("/")
+    if cls.startswith(package + "."):
+        cls = cls[len(package) :]
+    return f"{package}/{cls}" if cls else package
+
+
+def online_serials(adb: adbutils.AdbClient | None = None) -> list[str]:
+    """Serials the adb server lists in state `device` (online and authorised)."""
+    client = adb or adbutils.AdbClient()
+    try:
+        return [info.serial for info in client.list() if info.state == "device"]
+    except (adbutils.AdbError, OSError) as e:
+        raise DeviceError(f"cannot reach the adb server at {client.host}:{client.port}: {e}") from e
+
+
+class Device:
+    """One Android device behind the adb server. Not thread-safe: give each episode its own."""
+
+    def __init__(
+        self,
+        serial: str,
+        *,
+        adb: adbutils.AdbClient | None = None,
+        settle_dumps: int = 5,
+        dump_attempts: int = 6,
+        boot_timeout_s: float = 60.0,
+    ) -> None:
+        self.serial = serial
+        self._client = adb or adbutils.AdbClient()
+        self._adb = self._client.device(serial)
+        self._settle_dumps = max(2, settle_dumps)
+        self._dump_attempts = max(1, dump_attempts)
+        self._boot_timeout_s = boot_timeout_s
+        self._packages: list[str] | None = None
+        self._foreground: set[str] = (
+            set()
+        )  # apps seen in front since the last reset, stopped by a fallback reset
+        self._has_console: bool | None = None
+        self._shell_v2: bool | None = None
+        self.last_reset = ""  # "snapshot NAME" or "no snapshot", for the record
+        if serial not in self._listed_states():
+            raise DeviceNotFoundError(self._not_connected(serial))
+
+    # -- plumbing ---------------------------------------------------------------------------------------
+
+    def _listed_states(self) -> dict[str, str]:
+        try:
+            return {info.serial: info.state for info in self._client.list()}
+        except (adbutils.AdbError, OSError) as e:
+            raise DeviceError(
+                f"cannot reach the adb server at {self._client.host}:{self._client.port}: {e}"
+            ) from e
+
+    def _not_connected(self, serial: str) -> str:
+        listed = ", ".join(sorted(self._listed_states())) or "none"
+        return (
+            f"adb device {serial!r} is not connected (connected: {listed}); start the emulator or virtual "
+            "phone, or pass another --device"
+        )
+
+    @contextlib.contextmanager
+    def _adb_errors(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except (adbutils.AdbError, OSError, EOFError) as e:
+            states = self._listed_states()
+            if self.serial not in states:
+                raise DeviceNotFoundError(f"adb device {self.serial} disappeared while {doing}: {e}") from e
+            raise DeviceError(
+                f"adb device {self.serial} ({states[self.serial]}) failed while {doing}: {e}"
+            ) from e
+
+    def shell(self, cmd: str, timeout_s: float = 10) -> ShellResult:
+        """Run `cmd` in the device's shell; a non-zero exit is returned, not raised."""
+        with self._adb_errors(f"running `{cmd}`"):
+            if self._shell_v2 is None:
+                self._shell_v2 = "shell_v2" in self._adb.get_features().split(",")
+            result = self._adb.shell2(cmd, timeout=timeout_s, v2=self._shell_v2)
+        return ShellResult(output=result.output, exit_code=result.returncode)
+
+    def _exec_out(self, cmd: str, timeout_s: float = 20) -> bytes:
+        """Raw stdout of `cmd` (as `adb exec-out`): binary-safe, no terminal translation."""
+        with self._adb_errors(f"running `exec-out {cmd}`"):
+            conn = self._adb.open_transport(timeout=timeout_s)
+            try:
+                conn.send_command(f"exec:{cmd}")
+                conn.check_okay()
+                chunks = bytearray()
+                while chunk := conn.conn.recv(1 << 16):
+                    chunks += chunk
+                return bytes(chunks)
+            finally:
+                conn.close()
+
+    # -- observing --------------------------------------------------------------------------------------
+
+    def ui_dump(self) -> str:
+        """One uiautomator dump, retried with backoff while the device reports it cannot get an idle state."""
+        delay, last = 0.1, ""
+        for _ in range(self._dump_attempts):
+            result = self.shell(f"rm -f {DUMP_PATH}; uiautomator dump {DUMP_PATH}", timeout_s=30)
+            last = result.output.strip()
+            if "dumped to" in last.lower():
+                with self._adb_errors("reading the UI dump"):
+                    xml: str = self._adb.sync.read_bytes(DUMP_PATH).decode("utf-8", errors="replace")
+                if "</hierarchy>" in xml:
+                    return xml
+                last = f"incomplete dump file: {xml[:120]!r}"
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+        raise DeviceError(
+            f"adb device {self.serial}: uiautomator dump failed {self._dump_attempts} times; last: {last!r}"
+        )
+
+    def settled_ui(self) -> str:
+        """Dump until two dumps in a row are identical (the screen stopped changing), at most `settle_dumps`.
+
+        A screen that never settles (a running clock, an animation) yields its last dump rather than an error.
+        """
+        previous = self.ui_dump()
+        for _ in range(self._settle_dumps - 1):
+            current = self.ui_dump()
+            if current == previous:
+                return current
+            previous = current
+        return previous
+
+    def screenshot(self) -> bytes:
+        last = b""
+        for attempt in range(3):
+            last = self._exec_out("screencap -p")
+            if last.startswith(PNG_SIGNATURE) and len(last) > 24:
+                return last
+            time.sleep(0.2 * (attempt + 1))
+        raise DeviceError(f"adb device {self.serial}: screencap did not return a PNG (got {last[:40]!r})")
+
+    def observe(self) -> Observation:
+        """Screenshot + settled UI tree + focused activity."""
+        xml = self.settled_ui()
+        elements, nodes = parse_ui(xml)
+        png = self.screenshot()
+        width, height = struct.unpack(">II", png[16:24])
+        activity = self.focused_activity()
+        return Observation(
+            screenshot_png=png,
+            ui_xml=xml,
+            elements=tuple(elements),
+            activity=activity,
+            width=width,
+            height=height,
+            all_nodes=tuple(nodes),
+        )
+
+    # -- state queries ----------------------------------------------------------------------------------
+
+    def setting(self, namespace: str, key: str) -> str | None:
+        """`settings get NAMESPACE KEY`; None when the key is unset."""
+        result = self.shell(f"settings get {namespace} {key}")
+        value = result.output.strip()
+        if not result.ok:
+            raise DeviceError(f"adb device {self.serial}: `settings get {namespace} {key}` failed: {value!r}")
+        return None if value == "null" else value
+
+    def focused_activity(self) -> str:
+        """The resumed activity as `pkg/.Activity`, or "" when nothing is resumed."""
+        out = self.shell("dumpsys activity activities | grep ResumedActivity").output
+        match = _RESUMED.search(out)
+        if match is None:
+            match = _FOCUS.search(self.shell("dumpsys window | grep mCurrentFocus").output)
+        if match is None:
+            return ""
+        component = short_component(match.group(1))
+        self._foreground.add(component.partition("/")[0])
+        return component
+
+    def installed_packages(self) -> list[str]:
+        if self._packages is None:
+            out = self.shell("pm list packages").output
+            self._packages = [
+                line[len("package:") :].strip() for line in out.splitlines() if line.startswith("package:")
+            ]
+        return self._packages
+
+    # -- acting -----------------------------------------------------------------------------------------
+
+    def act(self, action: Action, observation: Observation) -> None:
+        """Execute one action on the screen `observation` showed. Terminal actions do nothing here."""
+        kind = action.type
+        if kind in (ActionType.DONE, ActionType.INFEASIBLE):
+            return
+        if kind is ActionType.TAP:
+            self._run(gestures.tap_command(*self._point(action, observation)))
+        elif kind is ActionType.LONG_PRESS:
+            self._run(gestures.long_press_command(*self._point(action, observation)))
+        elif kind in (ActionType.SWIPE, ActionType.SCROLL):
+            self._swipe(action, observation)
+        elif kind is ActionType.TYPE:
+            if not action.text:
+                raise InvalidActionError("type needs the text to enter")
+            if action.element is not None:
+                self._run(gestures.tap_command(*self._element(action.element, observation).bounds.center))
+            self._run(gestures.text_command(action.text))
+        elif kind is ActionType.KEY:
+            if action.key is None:
+                raise InvalidActionError("key needs one of: back, home, enter")
+            self._run(gestures.key_command(action.key))
+        elif kind is ActionType.OPEN_APP:
+            if not action.app:
+                raise InvalidActionError("open_app needs the app's name or package")
+            self.open_app(action.app)
+        elif kind is ActionType.WAIT:
+            time.sleep(min(max(action.seconds if action.seconds is not None else 1.0, 0.0), 10.0))
+
+    def _run(self, cmd: str) -> None:
+        result = self.shell(cmd)
+        if not result.ok:
+            raise DeviceError(
+                f"adb device {self.serial}: `{cmd}` failed ({result.exit_code}): {result.output!r}"
+            )
+
+    def _element(self, number: int, observation: Observation) -> Element:
+        if not 0 <= number < len(observation.elements):
+            last = len(observation.elements) - 1
+            raise InvalidActionError(f"there is no element {number} on this screen (elements are 0..{last})")
+        element = observation.elements[number]
+        if element.bounds.width <= 0 or element.bounds.height <= 0:
+            raise InvalidActionError(f"element {number} has no area on screen")
+        return element
+
+    def _point(self, action: Action, observation: Observation) -> tuple[int, int]:
+        if action.element is not None:
+            return self._element(action.element, observation).bounds.center
+        if action.x is None or action.y is None:
+            raise InvalidActionError(f"{action.type.value} needs an element number or both x and y")
+        if not (0 <= action.x < observation.width and 0 <= action.y < observation.height):
+            raise InvalidActionError(
+                f"({action.x}, {action.y}) is off the {observation.width}x{observation.height} screen"
+            )
+        return action.x, action.y
+
+    def _swipe(self, action: Action, observation: Observation) -> None:
+        if action.direction is None:
+            raise InvalidActionError(f"{action.type.value} needs a direction: up, down, left or right")
+        screen = Bounds(0, 0, observation.width, observation.height)
+        if action.element is not None:
+            area = self._element(action.element, observation).bounds
+        elif action.type is ActionType.SCROLL:
+            scrollables = [e for e in observation.elements if e.scrollable and e.bounds.width > 0]
+            area = (
+                max(scrollables, key=lambda e: e.bounds.width * e.bounds.height).bounds
+                if scrollables
+                else screen
+            )
+        else:
+            area = screen
+        if action.type is ActionType.SCROLL:
+            start, end = gestures.scroll_points(action.direction, area)
+        else:
+            start, end = gestures.swipe_points(action.direction, area)
+        self._run(gestures.swipe_command(start, end))
+
+    def open_app(self, app: str) -> str:
+        """Launch an app by package name or label; returns the package. InvalidActionError if unknown."""
+        if gestures.looks_like_package(app):
+            package: str | None = app
+        else:
+            package = gestures.package_for_label(app, self.installed_packages())
+        if package is None:
+            raise InvalidActionError(f"no installed app is called {app!r}")
+        result = self.shell(gestures.launch_command(package), timeout_s=20)
+        if not result.ok or "monkey aborted" in result.output or "No activities found" in result.output:
+            raise InvalidActionError(f"cannot open {app!r}: {result.output.strip()[:200]}")
+        self._foreground.add(package)
+        return package
+
+    def start_activity(self, component: str) -> None:
+        self._am_start(f"-n {component}", component)
+
+    def start_intent(self, action: str) -> None:
+        self._am_start(f"-a {action}", action)
+
+    def _am_start(self, args: str, what: str) -> None:
+        result = self.shell(f"am start -W {args}", timeout_s=30)
+        if not result.ok or "Error" in result.output:
+            raise DeviceError(f"adb device {self.serial}: cannot start {what}: {result.output.strip()[:300]}")
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+
+    def emu(self, *args: str, timeout_s: float = 120) -> str:
+        """Send a console command through `adb emu` (the adb CLI); returns its output, "KO:" lines too."""
+        cmd = [adbutils.adb_path(), "-H", self._client.host, "-P", str(self._client.port), "-s", self.serial]
+        cmd += ["emu", *args]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired as e:
+            raise DeviceError(f"adb device {self.serial}: `adb emu {' '.join(args)}` timed out") from e
+        return done.stdout + done.stderr
+
+    def has_snapshots(self) -> bool:
+        """Whether the device has an emulator console that answers snapshot commands."""
+        if self._has_console is None:
+            out = self.emu("avd", "snapshot", "list", timeout_s=30)
+            self._has_console = not any(marker in out.lower() for marker in _NO_CONSOLE) and "KO:" not in out
+        return self._has_console
+
+    def reset(self, snapshot: str | None = "default_boot") -> None:
+        """Load `snapshot` when the device has snapshots; otherwise stop the apps used since the last reset
+        and go home (the task's setup commands then establish its start state)."""
+        if snapshot is not None and self.has_snapshots():
+            out = self.emu("avd", "snapshot", "load", snapshot)
+            if "KO:" in out:
+                raise DeviceError(
+                    f"adb device {self.serial} could not load snapshot {snapshot!r}: {out.strip()[:300]}"
+                )
+            self.wait_until_online(self._boot_timeout_s)
+            self.last_reset = f"snapshot {snapshot}"
+        else:
+            for package in sorted(self._foreground):
+                self.shell(f"am force-stop {package}")
+            self._run(gestures.key_command("home"))
+            self.last_reset = "no snapshot"
+        self._foreground.clear()
+
+    def wait_until_online(self, timeout_s: float = 60.0) -> None:
+        """Wait for `get-state` = device and `sys.boot_completed` = 1 (e.g. after a snapshot load)."""
+        deadline = time.monotonic() + timeout_s
+        delay, state = 0.05, "absent"
+        while True:
+            state = self._listed_states().get(self.serial, "absent")
+            if state == "device":
+                with contextlib.suppress(DeviceError):
+                    if self.shell("getprop sys.boot_completed", timeout_s=5).output.strip() == "1":
+                        return
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+        message = (
+            f"adb device {self.serial} did not come back online within {timeout_s:.0f} s (state: {state})"
+        )
+        if state == "absent":
+            raise DeviceNotFoundError(message)
+        raise DeviceError(message)
