@@ -134,7 +134,7 @@ def _load_lenient(text: str) -> dict[str, Any] | None:
     pythonish = re.sub(r"\b(true|false|null)\b", lambda m: _JSON_LITERALS[m.group(1)], attempts[-1])
     try:
         obj = ast.literal_eval(pythonish)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 
