@@ -1,0 +1,130 @@
+"""Makes build weights inside .venv-quant (transformers + llmcompressor), run by `builds prepare` as a subprocess.
+
+Reads a JSON list of jobs from argv[1]; each job dequantizes the shipped GGUF or quantizes a checkpoint. Standalone.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+_T0 = time.monotonic()
+
+
+def say(job: str, text: str) -> None:
+    print(f"[{job}] {text} ({time.monotonic() - _T0:.0f} s)", flush=True)
+
+
+def _save_text_side(src: Any, out: Path, tokenizer: Any) -> None:
+    tokenizer.save_pretrained(out)
+    generation = getattr(src, "generation_config", None)
+    if generation is not None:
+        generation.save_pretrained(out)
+
+
+def dequantize(job: dict[str, Any]) -> None:
+    """GGUF → bf16 HF checkpoint that vLLM serves (transformers refuses to save a GGUF-loaded model directly)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+
+    name, gguf = job["name"], Path(job["gguf"])
+    say(name, f"reading {gguf.name}")
+    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    config = loaded.config
+    # The GGUF conversion names <|im_start|> as the tokenizer's EOS; the model ends its turns with the GGUF's EOS id.
+    eos_id = loaded.generation_config.eos_token_id
+    if isinstance(eos_id, int):
+        tokenizer.eos_token = tokenizer.convert_ids_to_tokens(eos_id)
+        tokenizer.pad_token = tokenizer.eos_token
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    fresh = LlamaForCausalLM(config).to(torch.bfloat16)
+    missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)
+    if unexpected or [k for k in missing if k != "lm_head.weight"]:
+        raise SystemExit(f"state dict mismatch: missing {missing}, unexpected {unexpected}")
+    fresh.tie_weights()
+    fresh.generation_config = loaded.generation_config
+    params = sum(p.numel() for p in fresh.parameters())
+    say(name, f"dequantized: {params / 1e6:.1f} M parameters, {config.num_hidden_layers} layers")
+    _write(job, lambda out: (fresh.save_pretrained(out), _save_text_side(fresh, out, tokenizer)))
+
+
+def _config_groups(job: dict[str, Any]) -> dict[str, Any]:
+    bits = 8 if job["weights"] == "int8" else 4
+    group = job.get("group_size")
+    weights: dict[str, Any] = {
+        "num_bits": bits,
+        "type": "int",
+        "symmetric": job.get("symmetric", True),
+        "strategy": "group" if group else "channel",
+    }
+    if group:
+        weights["group_size"] = group
+    scheme: dict[str, Any] = {"targets": ["Linear"], "weights": weights}
+    if job.get("activations") == "int8":
+        scheme["input_activations"] = {
+            "num_bits": 8,
+            "type": "int",
+            "symmetric": True,
+            "strategy": "token",
+            "dynamic": True,
+        }
+    return {"group_0": scheme}
+
+
+def quantize(job: dict[str, Any]) -> None:
+    """Data-free round-to-nearest with llmcompressor, saved in the compressed-tensors format vLLM reads."""
+    import torch
+    from llmcompressor import oneshot
+    from llmcompressor.modifiers.quantization import QuantizationModifier
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    name, source = job["name"], Path(job["source_dir"])
+    say(
+        name,
+        f"quantizing {source.name} → {job['weights']} weights, {job.get('activations') or 'bf16'} activations",
+    )
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    recipe = QuantizationModifier(config_groups=_config_groups(job), ignore=["lm_head"])
+    oneshot(model=model, recipe=recipe)
+    say(name, "quantized; saving compressed")
+    _write(
+        job,
+        lambda out: (
+            model.save_pretrained(out, save_compressed=True),
+            _save_text_side(model, out, tokenizer),
+        ),
+    )
+
+
+def _write(job: dict[str, Any], save: Any) -> None:
+    # Write beside the target and swap in at the end, so an interrupted prepare never leaves a half checkpoint.
+    out = Path(job["out_dir"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        save(tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    say(job["name"], f"saved {out}")
+
+
+def main() -> None:
+    jobs: list[dict[str, Any]] = json.loads(sys.argv[1])
+    for job in jobs:
+        {"dequantize-shipped-gguf": dequantize, "quantize": quantize}[job["kind"]](job)
+
+
+if __name__ == "__main__":
+    main()

