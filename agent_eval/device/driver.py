@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shlex
 import struct
 import subprocess
 import time
@@ -317,10 +318,10 @@ class Device:
         return package
 
     def start_activity(self, component: str) -> None:
-        self._am_start(f"-n {component}", component)
+        self._am_start(f"-n {shlex.quote(component)}", component)
 
     def start_intent(self, action: str) -> None:
-        self._am_start(f"-a {action}", action)
+        self._am_start(f"-a {shlex.quote(action)}", action)
 
     def _am_start(self, args: str, what: str) -> None:
         result = self.shell(f"am start -W {args}", timeout_s=30)
