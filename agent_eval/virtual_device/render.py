@@ -1,0 +1,216 @@
+"""Real pixels for the phone's screen with Pillow: status bar, app bar, rows, switches, dialogs, keyboard.
+
+Draws the same view tree that uiautomator dumps; dark theme follows `secure ui_night_mode`.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from functools import cache
+
+from PIL import Image, ImageDraw, ImageFont
+
+from agent_eval.virtual_device.state import PhoneState
+from agent_eval.virtual_device.views import KEY_LABELS, Layout, Metrics, View
+
+FontT = ImageFont.FreeTypeFont | ImageFont.ImageFont
+
+
+@dataclass(frozen=True)
+class Palette:
+    bg: str
+    surface: str
+    text: str
+    subtext: str
+    accent: str
+    on_accent: str
+    track_off: str
+    disabled: str
+
+
+LIGHT = Palette("#f8f9fc", "#e9eef6", "#1f1f1f", "#5e5e62", "#0b57d0", "#ffffff", "#c4c7c5", "#a8abae")
+DARK = Palette("#131316", "#2a2b2f", "#e3e3e3", "#a8abb1", "#a8c7fa", "#062e6f", "#5c5f63", "#6b6e72")
+
+
+@cache
+def font(px: int) -> FontT:
+    for path in ("DejaVuSans.ttf", "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"):
+        try:
+            return ImageFont.truetype(path, px)
+        except OSError:
+            continue
+    return ImageFont.load_default(size=px)
+
+
+def _center(r: tuple[int, int, int, int]) -> tuple[int, int]:
+    return (r[0] + r[2]) // 2, (r[1] + r[3]) // 2
+
+
+class Painter:
+    def __init__(self, state: PhoneState) -> None:
+        self.m = Metrics(state)
+        self.p = DARK if state.get("secure", "ui_night_mode") == "2" else LIGHT
+        self.state = state
+        self.img = Image.new("RGB", (state.width, state.height), self.p.bg)
+        self.d = ImageDraw.Draw(self.img)
+
+    def sp(self, v: float) -> FontT:
+        return font(max(6, self.m.dp(v)))
+
+    def text(self, v: View, size: float, color: str, anchor: str = "lm") -> None:
+        l, t, r, b = v.rect
+        fill = color if v.enabled else self.p.disabled
+        if anchor == "mm":
+            self.d.text(_center(v.rect), v.text, font=self.sp(size), fill=fill, anchor="mm")
+        else:
+            self.d.text((l, (t + b) // 2), v.text, font=self.sp(size), fill=fill, anchor="lm")
+
+    def view(self, v: View) -> None:
+        p, d, dp = self.p, self.d, self.m.dp
+        r = v.rect
+        k = v.paint
+        if k == "window":
+            d.rectangle(r, fill=p.bg)
+        elif k == "wallpaper":
+            d.rectangle(r, fill="#3d5a80")
+            d.ellipse((-dp(120), r[3] // 3, r[2] // 2 + dp(120), r[3] // 3 + r[2]), fill="#98c1d9")
+        elif k == "app_icon":
+            cx = (r[0] + r[2]) // 2
+            s = dp(28)
+            top = r[1] + dp(12)
+            d.ellipse((cx - s, top, cx + s, top + 2 * s), fill=v.color or "#5f6368")
+            d.text((cx, top + s), v.text[:1], font=self.sp(26), fill="#ffffff", anchor="mm")
+            d.text((cx, top + 2 * s + dp(16)), v.text, font=self.sp(13), fill="#ffffff", anchor="mm")
+        elif k == "big_title":
+            self.text(v, 36, p.text)
+        elif k == "search":
+            d.rounded_rectangle(r, radius=(r[3] - r[1]) // 2, fill=p.surface)
+            cy = (r[1] + r[3]) // 2
+            d.ellipse((r[0] + dp(20), cy - dp(9), r[0] + dp(36), cy + dp(7)), outline=p.subtext, width=dp(2))
+            d.line((r[0] + dp(34), cy + dp(5), r[0] + dp(40), cy + dp(11)), fill=p.subtext, width=dp(2))
+        elif k == "search_text":
+            self.text(v, 16, p.subtext)
+        elif k == "app_bar":
+            d.rectangle(r, fill=p.bg)
+        elif k == "up_arrow":
+            cx, cy = _center(r)
+            w = dp(2)
+            d.line((cx - dp(8), cy, cx + dp(8), cy), fill=p.text, width=w)
+            d.line((cx - dp(8), cy, cx, cy - dp(8)), fill=p.text, width=w)
+            d.line((cx - dp(8), cy, cx, cy + dp(8)), fill=p.text, width=w)
+        elif k == "bar_title":
+            self.text(v, 22, p.text)
+        elif k == "header":
+            self.text(v, 14, p.accent)
+        elif k == "icon":
+            d.ellipse(r, fill=v.color or p.subtext)
+        elif k == "title":
+            self.text(v, 18, p.text)
+        elif k == "summary":
+            self.text(v, 14, p.subtext)
+        elif k == "switch":
+            self.switch(v)
+        elif k == "seekbar":
+            cy = (r[1] + r[3]) // 2
+            x = r[0] + round(v.value * (r[2] - r[0]))
+            d.rounded_rectangle((r[0], cy - dp(6), r[2], cy + dp(6)), radius=dp(6), fill=p.track_off)
+            d.rounded_rectangle((r[0], cy - dp(6), max(x, r[0] + dp(12)), cy + dp(6)), radius=dp(6), fill=p.accent)
+            d.ellipse((x - dp(10), cy - dp(10), x + dp(10), cy + dp(10)), fill=p.accent)
+        elif k == "progress":
+            w = r[2] - r[0]
+            x = r[0] + round(v.value * w)
+            d.rectangle(r, fill=p.track_off)
+            d.rectangle((x, r[1], min(r[2], x + w // 4), r[3]), fill=p.accent)
+        elif k == "dialog":
+            d.rounded_rectangle(r, radius=dp(28), fill=p.surface)
+        elif k == "dialog_title":
+            self.text(v, 22, p.text)
+        elif k == "radio":
+            cx, cy = r[0] + dp(40), (r[1] + r[3]) // 2
+            d.ellipse((cx - dp(10), cy - dp(10), cx + dp(10), cy + dp(10)), outline=p.accent if v.checked
+                      else p.subtext, width=dp(2))
+            if v.checked:
+                d.ellipse((cx - dp(5), cy - dp(5), cx + dp(5), cy + dp(5)), fill=p.accent)
+            d.text((r[0] + dp(72), cy), v.text, font=self.sp(16), fill=p.text, anchor="lm")
+        elif k == "edit":
+            d.line((r[0], r[3] - dp(2), r[2], r[3] - dp(2)), fill=p.accent, width=dp(2))
+            self.text(v, 18, p.text)
+            tw = int(self.d.textlength(v.text, font=self.sp(18)))
+            d.line((r[0] + tw + dp(2), r[1] + dp(12), r[0] + tw + dp(2), r[3] - dp(12)), fill=p.accent, width=dp(2))
+        elif k == "button":
+            self.text(v, 15, p.accent, anchor="mm")
+        for c in v.children:
+            self.view(c)
+
+    def switch(self, v: View) -> None:
+        p, d, dp = self.p, self.d, self.m.dp
+        r = v.rect
+        h = r[3] - r[1]
+        if v.checked:
+            d.rounded_rectangle(r, radius=h // 2, fill=p.accent if v.enabled else p.disabled)
+            d.ellipse((r[2] - h + dp(4), r[1] + dp(4), r[2] - dp(4), r[3] - dp(4)), fill=p.on_accent)
+        else:
+            d.rounded_rectangle(r, radius=h // 2, fill=p.surface, outline=p.subtext, width=dp(2))
+            d.ellipse((r[0] + dp(8), r[1] + dp(8), r[0] + h - dp(8), r[3] - dp(8)), fill=p.subtext)
+
+    def status_bar(self, rect: tuple[int, int, int, int]) -> None:
+        p, d, dp, st = self.p, self.d, self.m.dp, self.state
+        d.rectangle(rect, fill=p.bg if st.foreground != "com.google.android.apps.nexuslauncher" else "#3d5a80")
+        fg = p.text if st.foreground != "com.google.android.apps.nexuslauncher" else "#ffffff"
+        cy = (rect[1] + rect[3]) // 2
+        d.text((dp(24), cy), "12:00", font=self.sp(15), fill=fg, anchor="lm")
+        x = rect[2] - dp(24)
+        # Battery, then the radios that are on, right to left.
+        d.rectangle((x - dp(12), cy - dp(9), x, cy + dp(9)), fill=fg)
+        x -= dp(24)
+        if st.get("system", "status_bar_show_battery_percent") == "1":
+            d.text((x, cy), "100%", font=self.sp(13), fill=fg, anchor="rm")
+            x -= dp(44)
+        if st.get("global", "airplane_mode_on") == "1":
+            d.text((x, cy), "✈", font=self.sp(16), fill=fg, anchor="rm")
+            x -= dp(24)
+        if st.get("global", "wifi_on") == "1":
+            d.pieslice((x - dp(18), cy - dp(10), x, cy + dp(14)), 225, 315, fill=fg)
+            x -= dp(24)
+        if st.get("global", "bluetooth_on") == "1":
+            d.text((x, cy), "B", font=self.sp(14), fill=fg, anchor="rm")
+            x -= dp(20)
+        if st.get("global", "zen_mode") not in (None, "0"):
+            d.ellipse((x - dp(14), cy - dp(7), x, cy + dp(7)), fill=fg)
+            x -= dp(20)
+        if st.get("global", "low_power") == "1":
+            d.rectangle((rect[2] - dp(36), cy - dp(9), rect[2] - dp(24), cy + dp(9)), fill="#e37400")
+
+    def keyboard(self, layout: Layout) -> None:
+        p, d, dp = self.p, self.d, self.m.dp
+        d.rectangle(self.m.keyboard_rect(), fill=p.surface)
+        for key in layout.keyboard:
+            r = (key.rect[0] + dp(3), key.rect[1] + dp(4), key.rect[2] - dp(3), key.rect[3] - dp(4))
+            d.rounded_rectangle(r, radius=dp(6), fill=p.bg)
+            label = KEY_LABELS.get(key.char, key.char.upper() if self.state.shift else key.char)
+            d.text(_center(r), label, font=self.sp(18 if len(label) == 1 else 13), fill=p.text, anchor="mm")
+
+
+def render(layout: Layout, state: PhoneState) -> Image.Image:
+    pt = Painter(state)
+    pt.view(layout.window)
+    pt.status_bar(layout.status_bar)
+    nav = layout.nav_bar
+    pt.d.rectangle(nav, fill=pt.p.bg if state.foreground != "com.google.android.apps.nexuslauncher" else "#3d5a80")
+    cx, cy = _center(nav)
+    pt.d.rounded_rectangle((cx - pt.m.dp(54), cy - pt.m.dp(2), cx + pt.m.dp(54), cy + pt.m.dp(2)), radius=pt.m.dp(2),
+                           fill=pt.p.subtext)
+    if layout.dialog is not None:
+        pt.img = Image.blend(pt.img, Image.new("RGB", pt.img.size, "#000000"), 0.4)
+        pt.d = ImageDraw.Draw(pt.img)
+        pt.view(layout.dialog)
+    if layout.keyboard:
+        pt.keyboard(layout)
+    return pt.img
+
+
+def encode_png(img: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
