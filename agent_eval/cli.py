@@ -23,6 +23,7 @@ def _register() -> None:
     # Parts add their commands here, one line each.
     from agent_eval.builds.commands import builds_group; cli.add_command(builds_group)  # noqa: E702, I001
     from agent_eval.report.serve import view_command; cli.add_command(view_command)  # noqa: E702, I001
+    from agent_eval.runner.validate import validate_command; cli.add_command(validate_command)  # noqa: E702, I001
     pass
 
 

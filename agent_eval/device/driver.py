@@ -242,7 +242,11 @@ class Device:
             if not action.text:
                 raise InvalidActionError("type needs the text to enter")
             if action.element is not None:
-                self._run(gestures.tap_command(*self._element(action.element, observation).bounds.center))
+                # Typing into a named field replaces what it holds, as the agent's "field := text" intends.
+                field = self._element(action.element, observation)
+                self._run(gestures.tap_command(*field.bounds.center))
+                if field.text and not field.password:
+                    self._run(gestures.clear_field_command(len(field.text)))
             self._run(gestures.text_command(action.text))
         elif kind is ActionType.KEY:
             if action.key is None:

@@ -51,6 +51,11 @@ def text_command(text: str) -> str:
     return "input text " + shlex.quote(text.replace(" ", "%s"))
 
 
+def clear_field_command(length: int) -> str:
+    """Deletes `length` characters before the cursor (the end, for a field just tapped), one key each."""
+    return "; ".join(["input keyevent KEYCODE_MOVE_END", *(["input keyevent KEYCODE_DEL"] * length)])
+
+
 def swipe_command(start: tuple[int, int], end: tuple[int, int], duration_ms: int = SWIPE_MS) -> str:
     return f"input swipe {start[0]} {start[1]} {end[0]} {end[1]} {duration_ms}"
 
@@ -83,7 +88,8 @@ def looks_like_package(app: str) -> bool:
 
 
 def launch_command(package: str) -> str:
-    return f"monkey -p {shlex.quote(package)} -c android.intent.category.LAUNCHER 1"
+    # Without -c, monkey picks the package's LAUNCHER (or MONKEY) activity, like a tap on its icon.
+    return f"monkey -p {shlex.quote(package)} 1"
 
 
 def package_for_label(label: str, installed: list[str]) -> str | None:
