@@ -90,13 +90,39 @@ def is_layout_only(e: Element) -> bool:
     )
 
 
-def element_line(e: Element) -> str:
+def row_label(e: Element, observation: Observation) -> str:
+    """For a switch or checkbox that says only ON/OFF (or nothing): the title of the row it sits in."""
+    nodes = observation.all_nodes
+    if not (0 <= e.node < len(nodes)):
+        return ""
+    row = nodes[e.parent] if 0 <= e.parent < len(nodes) else None
+    while row is not None and not row.clickable:
+        row = nodes[row.parent] if 0 <= row.parent < len(nodes) else None
+    if row is None:
+        return ""
+    # Descendants of the row follow it in document order; the subtree ends at the first node outside it.
+    inside = {row.node}
+    for n in nodes[row.node + 1 :]:
+        if n.parent not in inside:
+            break
+        inside.add(n.node)
+        if n.node != e.node and n.text and n.text.upper() not in _STATE_WORDS:
+            return n.text
+    return ""
+
+
+_STATE_WORDS = frozenset({"ON", "OFF"})
+
+
+def element_line(e: Element, observation: Observation | None = None) -> str:
     """One element as the agent sees it, e.g. `[3] Switch "Wi-Fi" checked=false`."""
     parts = [f"[{e.index}]", e.cls.rsplit(".", 1)[-1] or "View"]
     label = e.text or e.content_desc
+    if e.checkable and observation is not None and (not label or label.upper() in _STATE_WORDS):
+        label = row_label(e, observation) or label
     if label:
         parts.append(json.dumps(_clip(label), ensure_ascii=False))
-    if e.content_desc and e.text and e.content_desc != e.text:
+    if e.content_desc and e.text and e.content_desc != e.text and label == e.text:
         parts.append("desc=" + json.dumps(_clip(e.content_desc), ensure_ascii=False))
     if not label and e.resource_id:
         parts.append("id=" + e.resource_id.rsplit("/", 1)[-1])
@@ -115,7 +141,7 @@ def element_line(e: Element) -> str:
 
 def element_lines(observation: Observation, limit: int = MAX_ELEMENTS) -> list[str]:
     """The numbered lines for the screen's elements, layout-only nodes skipped, at most `limit` of them."""
-    shown = [element_line(e) for e in observation.elements if not is_layout_only(e)]
+    shown = [element_line(e, observation) for e in observation.elements if not is_layout_only(e)]
     if len(shown) > limit:
         shown = [*shown[:limit], f"(… {len(shown) - limit} more; scroll to see others)"]
     return shown

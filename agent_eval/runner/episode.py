@@ -1,0 +1,219 @@
+"""One episode: start the task, then observe → decide → act → check the goal, step by step, to an outcome.
+
+Writes each step's screenshot, UI dump and StepRecord as it goes; a device or engine failure ends it as
+infra_error.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from agent_eval.agent.policy import Decision, PastStep, Policy, StepContext
+from agent_eval.agent.prompt import action_summary, element_lines
+from agent_eval.device.driver import Device
+from agent_eval.device.observation import Observation
+from agent_eval.errors import InfraError, InvalidActionError, TaskError
+from agent_eval.records import (
+    BuildManifest,
+    EpisodeRecord,
+    Outcome,
+    Said,
+    StepLatency,
+    StepRecord,
+    classify,
+)
+from agent_eval.task import TaskInstance, goal_holds, start_episode
+
+
+@dataclass
+class _Tally:
+    """What an episode has accumulated so far (kept even when it ends in an infra error)."""
+
+    timeline: list[bool] = field(default_factory=list)
+    steps: int = 0
+    invalid: int = 0
+    said: Said | None = None
+    said_at: int | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency: StepLatency = field(default_factory=StepLatency)
+
+    def add(self, lat: StepLatency) -> None:
+        t = self.latency
+        t.observe_s += lat.observe_s
+        t.model_s += lat.model_s
+        t.act_s += lat.act_s
+        t.check_s += lat.check_s
+        t.harness_s += lat.harness_s
+
+
+def run_episode(
+    device: Device,
+    instance: TaskInstance,
+    policy: Policy,
+    *,
+    build: str,
+    run_id: str,
+    episode_dir: Path,
+    manifest: BuildManifest | None = None,
+    attempt: int = 1,
+    relative_to: Path | None = None,
+    snapshot: str | None = "default_boot",
+) -> EpisodeRecord:
+    """Play one episode of `instance` on `device` with `policy` and return its record.
+
+    `episode_dir` must exist and be empty; the step files go there. Raises TaskError when the task's start
+    state is broken (its goal already holds, or a verify task's does not). InfraError never escapes: it
+    becomes an infra_error record, which the caller retries.
+    """
+    started = datetime.now(UTC)
+    tally = _Tally()
+    error: str | None = None
+    try:
+        _play(device, instance, policy, episode_dir, tally, snapshot)
+        outcome = classify(tally.timeline, tally.said)
+    except InfraError as e:
+        outcome, error = Outcome.INFRA_ERROR, str(e)
+    timeline = tally.timeline
+    first_reached = next((i for i, held in enumerate(timeline) if held), None)
+    return EpisodeRecord(
+        run_id=run_id,
+        build=build,
+        task_id=instance.id,
+        task_version=instance.version,
+        seed=instance.seed,
+        params=dict(instance.params),
+        verify=instance.verify,
+        outcome=outcome,
+        reached=outcome is not Outcome.INFRA_ERROR and any(timeline),
+        success=outcome is Outcome.SUCCESS,
+        said=tally.said,
+        said_at_step=tally.said_at,
+        goal_timeline=timeline,
+        first_reached_step=first_reached if outcome is not Outcome.INFRA_ERROR else None,
+        steps=tally.steps,
+        invalid_actions=tally.invalid,
+        max_steps=instance.max_steps,
+        device=device.serial,
+        build_manifest=manifest,
+        started_at=started,
+        finished_at=datetime.now(UTC),
+        latency=tally.latency,
+        prompt_tokens=tally.prompt_tokens,
+        completion_tokens=tally.completion_tokens,
+        attempt=attempt,
+        error=error,
+        episode_dir=str(episode_dir.relative_to(relative_to)) if relative_to else str(episode_dir),
+    )
+
+
+def _play(
+    device: Device,
+    instance: TaskInstance,
+    policy: Policy,
+    episode_dir: Path,
+    tally: _Tally,
+    snapshot: str | None,
+) -> None:
+    start_episode(device, instance, snapshot=snapshot)
+    t0 = time.perf_counter()
+    observation = device.observe()
+    first_observe_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    held = goal_holds(instance.goal_state, device, observation)
+    first_check_s = time.perf_counter() - t0
+    if held != instance.verify:
+        state = "already holds" if held else "does not hold"
+        kind = "a verify task must start in its goal state" if instance.verify else "its setup is broken"
+        raise TaskError(f"{instance.task.where}: goal {state} at the start of seed {instance.seed} — {kind}")
+    tally.timeline.append(held)
+
+    history: list[PastStep] = []
+    steps_file = (episode_dir / "steps.jsonl").open("a", encoding="utf-8")
+    with steps_file:
+        for step in range(1, instance.max_steps + 1):
+            lat = StepLatency(observe_s=first_observe_s, check_s=first_check_s)
+            first_observe_s = first_check_s = 0.0
+            step_start = time.perf_counter() - lat.observe_s - lat.check_s
+            context = StepContext(
+                goal=instance.goal,
+                step=step,
+                max_steps=instance.max_steps,
+                observation=observation,
+                history=tuple(history),
+                seed=instance.seed,
+            )
+            decision = policy.decide(context)
+            lat.model_s = decision.model_s
+            record = _step_record(step, episode_dir, observation, decision)
+            tally.steps = step
+            tally.prompt_tokens += decision.prompt_tokens
+            tally.completion_tokens += decision.completion_tokens
+            action = decision.action
+            summary = action_summary(action, observation)
+
+            if action is not None and action.is_terminal:
+                tally.said = "done" if action.type.value == "done" else "infeasible"
+                tally.said_at = step
+            elif action is None:
+                tally.invalid += 1
+                # Nothing was sent to the device, so the screen and the goal are as they were.
+                tally.timeline.append(tally.timeline[-1])
+            else:
+                t0 = time.perf_counter()
+                try:
+                    device.act(action, observation)
+                except InvalidActionError as e:
+                    tally.invalid += 1
+                    record.invalid_reason = str(e)
+                    summary = f"{summary} (rejected: {e})"
+                lat.act_s = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                observation = device.observe()
+                lat.observe_s += time.perf_counter() - t0
+                t0 = time.perf_counter()
+                tally.timeline.append(goal_holds(instance.goal_state, device, observation))
+                lat.check_s += time.perf_counter() - t0
+
+            history.append(PastStep(step=step, action=action, summary=summary))
+            record.goal_after = tally.timeline[-1]
+            measured = lat.observe_s + lat.model_s + lat.act_s + lat.check_s
+            record.latency = lat
+            # Harness time is measured last so that writing this step's record is counted in it.
+            lat.harness_s = max(time.perf_counter() - step_start - measured, 0.0)
+            steps_file.write(record.model_dump_json() + "\n")
+            steps_file.flush()
+            lat.harness_s = max(time.perf_counter() - step_start - measured, 0.0)
+            tally.add(lat)
+            if tally.said is not None:
+                break
+
+
+def _step_record(step: int, episode_dir: Path, observation: Observation, decision: Decision) -> StepRecord:
+    """The step's record, with its observation files written next to steps.jsonl."""
+    stem = f"step-{step:03d}"
+    screenshot = None
+    if observation.screenshot_png:
+        (episode_dir / f"{stem}.png").write_bytes(observation.screenshot_png)
+        screenshot = f"{stem}.png"
+    ui_xml = None
+    if observation.ui_xml:
+        (episode_dir / f"{stem}.xml").write_text(observation.ui_xml, encoding="utf-8")
+        ui_xml = f"{stem}.xml"
+    return StepRecord(
+        step=step,
+        screenshot=screenshot,
+        ui_xml=ui_xml,
+        activity=observation.activity,
+        elements=element_lines(observation),
+        prompt=decision.prompt,
+        prompt_hash=decision.prompt_hash,
+        raw_answer=decision.raw_answer,
+        action=decision.action,
+        invalid_reason=decision.invalid_reason,
+        prompt_tokens=decision.prompt_tokens,
+        completion_tokens=decision.completion_tokens,
+    )

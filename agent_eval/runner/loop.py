@@ -1,0 +1,180 @@
+"""Running many episodes (cells: build × task × seed) over one or more devices into a run store.
+
+Skips what the store has finished, retries infra errors a bounded number of times, and retires a device that
+left the adb server. Knows nothing of the command line, so grids and build files can drive it too.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from agent_eval.agent.policy import Policy
+from agent_eval.device.driver import Device, online_serials
+from agent_eval.errors import InfraError
+from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
+from agent_eval.runner.episode import run_episode
+from agent_eval.runner.store import EpisodeKey, RunStore
+from agent_eval.task import Task, TaskInstance
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One episode to run: a build on a task with a seed."""
+
+    build: str
+    task: Task
+    seed: int
+
+    @property
+    def key(self) -> EpisodeKey:
+        return (self.build, self.task.id, self.seed)
+
+
+@dataclass(frozen=True)
+class BuildAgent:
+    """How a build plays: a policy per task instance (the oracle needs the instance), and its manifest."""
+
+    name: str
+    policy_for: Callable[[TaskInstance], Policy]
+    manifest: BuildManifest | None = None
+
+
+@dataclass
+class RunSummary:
+    """What one call of run_cells did."""
+
+    kept: int = 0  # finished in an earlier session, not rerun
+    outcomes: Counter[Outcome] = field(default_factory=Counter)  # of episodes finished in this call
+    infra_attempts: int = 0  # infra-error attempts in this call (each one also a line in episodes.jsonl)
+    failed: list[EpisodeRecord] = field(default_factory=list)  # cells whose last attempt was an infra error
+    not_run: list[Cell] = field(default_factory=list)  # left when every device was lost
+    retired_devices: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.failed and not self.not_run
+
+
+EpisodeCallback = Callable[[Cell, EpisodeRecord], None]
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    devices: Sequence[Device],
+    agents: Mapping[str, BuildAgent],
+    store: RunStore,
+    *,
+    max_attempts: int = 3,
+    on_episode: EpisodeCallback | None = None,
+    snapshot: str | None = "default_boot",
+) -> RunSummary:
+    """Run every cell the store has not finished, one device per worker, in the order given.
+
+    Each attempt (infra errors included) is appended to the store as it ends and passed to `on_episode`.
+    A cell gets up to `max_attempts` attempts in this call. A TaskError (a broken task) stops the run.
+    """
+    if not devices:
+        raise InfraError("no device to run episodes on")
+    missing = sorted({c.build for c in cells} - set(agents))
+    if missing:
+        raise ValueError(f"no agent for build(s) {', '.join(missing)}")
+    run_id = store.manifest.run_id if store.manifest is not None else store.run_dir.name
+    finished = store.finished()
+    earlier_attempts = store.infra_attempts()
+    summary = RunSummary()
+    todo: queue.SimpleQueue[Cell] = queue.SimpleQueue()
+    for cell in cells:
+        if cell.key in finished:
+            summary.kept += 1
+        else:
+            todo.put(cell)
+
+    lock = threading.Lock()
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def play(device: Device, cell: Cell) -> bool:
+        """Run a cell to a scored record or out of attempts; False when the device is gone."""
+        agent = agents[cell.build]
+        instance = cell.task.instantiate(cell.seed)
+        previous = earlier_attempts.get(cell.key, 0)
+        for attempt in range(1, max_attempts + 1):
+            episode_dir = store.fresh_episode_dir(cell.build, cell.task.id, cell.seed)
+            record = run_episode(
+                device,
+                instance,
+                agent.policy_for(instance),
+                build=cell.build,
+                run_id=run_id,
+                episode_dir=episode_dir,
+                manifest=agent.manifest,
+                attempt=previous + attempt,
+                relative_to=store.run_dir,
+                snapshot=snapshot,
+            )
+            store.append(record)
+            with lock:
+                if record.outcome is Outcome.INFRA_ERROR:
+                    summary.infra_attempts += 1
+                else:
+                    summary.outcomes[record.outcome] += 1
+                if on_episode is not None:
+                    on_episode(cell, record)
+            if record.outcome is not Outcome.INFRA_ERROR:
+                return True
+            if not _still_online(device):
+                with lock:
+                    summary.retired_devices.append(device.serial)
+                todo.put(cell)  # another device may still run it
+                return False
+            if attempt == max_attempts:
+                with lock:
+                    summary.failed.append(record)
+        return True
+
+    def worker(device: Device) -> None:
+        try:
+            while not stop.is_set():
+                try:
+                    cell = todo.get_nowait()
+                except queue.Empty:
+                    return
+                if not play(device, cell):
+                    return
+        except BaseException as e:  # a broken task or a bug: stop every worker, re-raise in the caller
+            with lock:
+                failure.append(e)
+            stop.set()
+
+    if len(devices) == 1:
+        worker(devices[0])
+    else:
+        threads = [threading.Thread(target=worker, args=(d,), name=f"episodes-{d.serial}") for d in devices]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                t.join()
+        except BaseException:
+            stop.set()
+            raise
+    store.touch()
+    if failure:
+        raise failure[0]
+    while True:
+        try:
+            summary.not_run.append(todo.get_nowait())
+        except queue.Empty:
+            break
+    return summary
+
+
+def _still_online(device: Device) -> bool:
+    try:
+        return device.serial in online_serials()
+    except InfraError:
+        return False

@@ -1,0 +1,233 @@
+"""`agent-eval run TASKS… --endpoint URL --model NAME --seeds N`: each (task, seed) against one chat endpoint.
+
+Picks or starts the device, opens (or continues) the run directory, prints outcomes as episodes finish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from agent_eval.agent.llm import LLMPolicy
+from agent_eval.builds.client import ChatClient, Usage
+from agent_eval.builds.endpoint import Endpoint
+from agent_eval.device.driver import Device, online_serials
+from agent_eval.errors import ConfigError, InfraError
+from agent_eval.records import BuildManifest, EngineRecord, EpisodeRecord, Outcome
+from agent_eval.runner.loop import BuildAgent, Cell, RunSummary, run_cells
+from agent_eval.runner.store import RunStore, new_manifest
+from agent_eval.task import Task, load_tasks
+
+OUTCOME_STYLE = {
+    Outcome.SUCCESS: "bold green",
+    Outcome.UNDONE: "yellow",
+    Outcome.NO_STOP: "cyan",
+    Outcome.PREMATURE_DONE: "magenta",
+    Outcome.NAV_FAIL: "red",
+    Outcome.INFRA_ERROR: "bold red",
+}
+
+
+@contextlib.contextmanager
+def device_for_run(serial: str | None, console: Console) -> Iterator[Device]:
+    """The device to run on: the one asked for, else a connected one, else a virtual phone started here."""
+    if serial is not None:
+        yield Device(serial)
+        return
+    connected = sorted(online_serials())
+    if connected:
+        if len(connected) > 1:
+            console.print(
+                f"[dim]{len(connected)} devices connected; using {connected[0]} (pick with --device)"
+            )
+        yield Device(connected[0])
+        return
+    from agent_eval.virtual_device import start_fleet
+
+    console.print("[dim]no device connected: starting a virtual phone")
+    with start_fleet(count=1) as fleet:
+        console.print(f"[dim]virtual phone {fleet.serials[0]} is up")
+        yield Device(fleet.serials[0])
+
+
+def episode_line(cell: Cell, record: EpisodeRecord, max_attempts: int) -> str:
+    style = OUTCOME_STYLE[record.outcome]
+    head = f"[{style}]{record.outcome.value:<15}[/] {cell.build} {cell.task.id} seed {cell.seed}"
+    if record.outcome is Outcome.INFRA_ERROR:
+        return f"{head}  attempt {record.attempt}: [red]{_escape(record.error or '')}"
+    seconds = (record.finished_at - record.started_at).total_seconds()
+    said = f", said {record.said} at step {record.said_at_step}" if record.said else ""
+    invalid = f", {record.invalid_actions} invalid" if record.invalid_actions else ""
+    return f"{head}  {record.steps} steps{said}{invalid}  {seconds:.1f} s"
+
+
+def summary_table(summary: RunSummary) -> Table:
+    table = Table(title="outcomes this session", show_edge=False)
+    table.add_column("outcome")
+    table.add_column("episodes", justify="right")
+    for outcome in Outcome:
+        count = summary.outcomes.get(outcome, 0) if outcome is not Outcome.INFRA_ERROR else None
+        if outcome is Outcome.INFRA_ERROR:
+            count = summary.infra_attempts
+            label = "infra_error (attempts, retried)"
+        else:
+            label = outcome.value
+        if count:
+            table.add_row(f"[{OUTCOME_STYLE[outcome]}]{label}", str(count))
+    if summary.kept:
+        table.add_row("[dim]kept from earlier sessions", str(summary.kept))
+    return table
+
+
+def engine_record(build: str, usage: Usage) -> EngineRecord:
+    return EngineRecord(
+        build=build,
+        engine="endpoint",
+        decode_tok_s=usage.decode_tok_s,
+        prefill_tok_s=usage.prefill_tok_s,
+        requests=usage.requests,
+    )
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
+def _with_max_steps(tasks: Sequence[Task], max_steps: int | None) -> list[Task]:
+    if max_steps is None:
+        return list(tasks)
+    out: list[Task] = []
+    for task in tasks:
+        copy = task.model_copy(update={"max_steps": max_steps})
+        out.append(copy)
+    return out
+
+
+@click.command("run")
+@click.argument("tasks", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--endpoint", "endpoint_url", required=True, help="OpenAI-compatible base URL, e.g. http://host:8000/v1"
+)
+@click.option("--model", required=True, help="Model name the endpoint serves.")
+@click.option(
+    "--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Seeds 0..N-1 per task."
+)
+@click.option("--device", "serial", help="adb serial; default: a connected device, else a virtual phone.")
+@click.option(
+    "--run-dir", type=click.Path(path_type=Path), help="Default: runs/<date>-<build>. Reuse to continue."
+)
+@click.option("--max-steps", type=click.IntRange(min=1), help="Override every task's step budget.")
+@click.option("--images/--no-images", default=False, show_default=True, help="Send the screenshot too.")
+@click.option("--no-structured-output", is_flag=True, help="Do not send a JSON schema with each request.")
+@click.option(
+    "--json-object", is_flag=True, help="llama.cpp style: response_format json_object with a schema."
+)
+@click.option("--build-name", default="endpoint", show_default=True, help="Name of this build in the run.")
+@click.option("--api-key", default="EMPTY", show_default=True)
+@click.option("--max-tokens", type=click.IntRange(min=1), default=96, show_default=True)
+@click.option(
+    "--timeout", "timeout_s", type=float, default=120.0, show_default=True, help="Seconds per request."
+)
+@click.option("--max-attempts", type=click.IntRange(min=1), default=3, show_default=True, help="Per episode.")
+def run_command(
+    tasks: tuple[Path, ...],
+    endpoint_url: str,
+    model: str,
+    seeds: int,
+    serial: str | None,
+    run_dir: Path | None,
+    max_steps: int | None,
+    images: bool,
+    no_structured_output: bool,
+    json_object: bool,
+    build_name: str,
+    api_key: str,
+    max_tokens: int,
+    timeout_s: float,
+    max_attempts: int,
+) -> None:
+    """Run TASK files (or folders of them) against one OpenAI-compatible chat endpoint."""
+    console = Console(highlight=False)
+    loaded = _with_max_steps(load_tasks(list(tasks)), max_steps)
+    if not loaded:
+        raise ConfigError(f"no task files found in {', '.join(map(str, tasks))}")
+    endpoint = Endpoint(
+        base_url=endpoint_url,
+        model=model,
+        api_key=api_key,
+        structured_output=not no_structured_output and not json_object,
+        json_object_schema=json_object and not no_structured_output,
+        accepts_images=images,
+        max_tokens=max_tokens,
+        timeout_s=timeout_s,
+    )
+    manifest = BuildManifest(
+        name=build_name,
+        scheme="endpoint",
+        engine="endpoint",
+        model=model,
+        sampling={"temperature": endpoint.temperature, "top_p": endpoint.top_p, "max_tokens": max_tokens},
+        accepts_images=images,
+    )
+    config: dict[str, Any] = {
+        "command": "run",
+        "tasks": [str(t) for t in tasks],
+        "endpoint": endpoint_url,
+        "model": model,
+        "seeds": seeds,
+        "max_steps": max_steps,
+        "images": images,
+        "structured_output": "json_object" if endpoint.json_object_schema else endpoint.structured_output,
+        "max_tokens": max_tokens,
+        "device": serial,
+    }
+    if run_dir is None:
+        run_dir = Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{build_name}"
+    store = RunStore(run_dir)
+    store.open(new_manifest(run_dir.name, config, loaded, [manifest]))
+    cells = [Cell(build_name, task, seed) for task in loaded for seed in range(seeds)]
+    try:
+        with ChatClient(endpoint) as client, device_for_run(serial, console) as device:
+            policy = LLMPolicy(client, accepts_images=images)
+            agent = BuildAgent(build_name, lambda instance: policy, manifest)
+            console.print(
+                f"run [bold]{run_dir}[/]: {len(loaded)} task(s) × {seeds} seed(s) on {device.serial}, "
+                f"model {model} at {endpoint_url}"
+            )
+            summary = run_cells(
+                cells,
+                [device],
+                {build_name: agent},
+                store,
+                max_attempts=max_attempts,
+                on_episode=lambda cell, record: console.print(episode_line(cell, record, max_attempts)),
+            )
+            usage = client.usage()
+        engines = run_dir / "engines"
+        engines.mkdir(exist_ok=True)
+        (engines / f"{build_name}.json").write_text(
+            engine_record(build_name, usage).model_dump_json(indent=2)
+        )
+    finally:
+        store.close()
+    console.print(summary_table(summary))
+    console.print(f"run directory: {run_dir}")
+    if summary.failed:
+        last = summary.failed[-1]
+        raise InfraError(
+            f"{len(summary.failed)} episode(s) still failed after {max_attempts} attempts "
+            f"(last: {last.task_id} seed {last.seed}: {last.error}); "
+            "fix the cause and rerun the same command to retry them"
+        )
+    if summary.not_run:
+        raise InfraError(
+            f"device lost ({', '.join(summary.retired_devices)}): {len(summary.not_run)} episode(s) not run; "
+            "rerun the same command to continue"
+        )
