@@ -37,7 +37,12 @@ def test_long_press_is_a_stationary_swipe() -> None:
 
 
 def test_app_labels_resolve_to_installed_packages() -> None:
-    installed = ["com.android.settings", "com.google.android.deskclock", "com.android.chrome", "org.example.notes"]
+    installed = [
+        "com.android.settings",
+        "com.google.android.deskclock",
+        "com.android.chrome",
+        "org.example.notes",
+    ]
     assert gestures.package_for_label("Settings", installed) == "com.android.settings"
     assert gestures.package_for_label("clock", installed) == "com.google.android.deskclock"
     assert gestures.package_for_label("Notes", installed) == "org.example.notes"

@@ -13,7 +13,9 @@ _ATTRS = (
 )
 
 
-def node(cls: str, bounds: str, text: str = "", rid: str = "", desc: str = "", children: str = "", **flags: bool) -> str:
+def node(
+    cls: str, bounds: str, text: str = "", rid: str = "", desc: str = "", children: str = "", **flags: bool
+) -> str:
     attrs = _ATTRS.format(
         checkable=str(flags.get("checkable", False)).lower(),
         checked=str(flags.get("checked", False)).lower(),
@@ -112,7 +114,7 @@ def test_naf_attribute_and_missing_attributes_are_tolerated() -> None:
         '<hierarchy rotation="0"><node NAF="true" index="0" class="android.widget.ImageView" '
         'clickable="true" bounds="[10,10][50,50]" /></hierarchy>'
     )
-    elements, nodes = parse_ui(xml)
+    elements, _ = parse_ui(xml)
     assert len(elements) == 1 and elements[0].clickable and elements[0].enabled
     assert elements[0].text == "" and elements[0].resource_id == ""
 

@@ -56,7 +56,9 @@ def test_seeds_pick_parameters_deterministically_and_cover_every_combination(tmp
 
 def test_parameters_are_substituted_into_goal_setup_goal_state_and_oracle(tmp_path: Path) -> None:
     task = load_task(write(tmp_path, GOOD))
-    instance = next(task.instantiate(s) for s in range(6) if task.instantiate(s).params["timeout.ms"] == "600000")
+    instance = next(
+        task.instantiate(s) for s in range(6) if task.instantiate(s).params["timeout.ms"] == "600000"
+    )
     assert instance.goal == "Set the screen timeout to 10 minutes."
     assert instance.setup[1] == f"echo {instance.params['name']}"
     goal = instance.goal_state

@@ -48,13 +48,30 @@ def short_component(component: str) -> str:
     return f"{package}/{cls}" if cls else package
 
 
+def listed_devices(client: adbutils.AdbClient) -> dict[str, str]:
+    """serial → state as `adb devices` lists them; starts the adb server (as adb does) if none runs."""
+    try:
+        return {info.serial: info.state for info in client.list()}
+    except (adbutils.AdbError, OSError) as first:
+        if client.host not in ("127.0.0.1", "localhost"):
+            raise DeviceError(
+                f"cannot reach the adb server at {client.host}:{client.port}: {first}"
+            ) from first
+        server = [adbutils.adb_path(), "-P", str(client.port), "start-server"]
+        try:
+            subprocess.run(server, capture_output=True, timeout=30, check=False)
+            return {info.serial: info.state for info in client.list()}
+        except (adbutils.AdbError, OSError, subprocess.TimeoutExpired) as e:
+            raise DeviceError(
+                f"cannot reach or start the adb server on port {client.port}: {e}; try `adb start-server`"
+            ) from e
+
+
 def online_serials(adb: adbutils.AdbClient | None = None) -> list[str]:
     """Serials the adb server lists in state `device` (online and authorised)."""
-    client = adb or adbutils.AdbClient()
-    try:
-        return [info.serial for info in client.list() if info.state == "device"]
-    except (adbutils.AdbError, OSError) as e:
-        raise DeviceError(f"cannot reach the adb server at {client.host}:{client.port}: {e}") from e
+    return [
+        serial for serial, state in listed_devices(adb or adbutils.AdbClient()).items() if state == "device"
+    ]
 
 
 class Device:
@@ -88,12 +105,7 @@ class Device:
     # -- plumbing ---------------------------------------------------------------------------------------
 
     def _listed_states(self) -> dict[str, str]:
-        try:
-            return {info.serial: info.state for info in self._client.list()}
-        except (adbutils.AdbError, OSError) as e:
-            raise DeviceError(
-                f"cannot reach the adb server at {self._client.host}:{self._client.port}: {e}"
-            ) from e
+        return listed_devices(self._client)
 
     def _not_connected(self, serial: str) -> str:
         listed = ", ".join(sorted(self._listed_states())) or "none"
