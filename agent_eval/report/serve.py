@@ -1,0 +1,93 @@
+"""`agent-eval view runs/ID`: serve a run directory's report on 127.0.0.1 and print the address.
+
+The report is written first when missing or older than episodes.jsonl; serving changes nothing else.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import click
+
+from agent_eval.errors import RunStoreError
+
+REPORT_FILE = "report.html"  # the same name html.py writes; not imported from there, see ensure_report
+HOST = "127.0.0.1"  # never another interface: a run holds prompts and screenshots
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # a page with hundreds of thumbnails would flood the terminal
+
+
+class RunServer:
+    """An HTTP server for one run directory, answering from a daemon thread until closed."""
+
+    def __init__(self, run_dir: Path, port: int = 0) -> None:
+        handler = partial(_QuietHandler, directory=str(run_dir))
+        try:
+            self._server = ThreadingHTTPServer((HOST, port), handler)
+        except OSError as e:
+            raise RunStoreError(
+                f"cannot listen on {HOST}:{port} ({e.strerror}); pick another --port, or 0"
+            ) from e
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="agent-eval-view", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}/{REPORT_FILE}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> RunServer:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def ensure_report(run_dir: Path) -> Path:
+    """The run's report.html, (re)written from a fresh scorecard when missing or older than the episodes."""
+    # Imported here: scoring pulls in statsmodels (seconds), which every other command would pay for.
+    from agent_eval.report.html import write_html_report
+    from agent_eval.scoring.scorecard import score_run
+
+    if not run_dir.is_dir():
+        raise RunStoreError(f"{run_dir} is not a run directory (it does not exist); pass runs/<run-id>")
+    report = run_dir / REPORT_FILE
+    episodes = run_dir / "episodes.jsonl"
+    stale = episodes.is_file() and report.is_file() and report.stat().st_mtime < episodes.stat().st_mtime
+    if report.is_file() and not stale:
+        return report
+    return write_html_report(run_dir, score_run(run_dir))
+
+
+@click.command("view")
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="0 picks a free port."
+)
+def view_command(run_dir: Path, port: int) -> None:
+    """Serve RUN_DIR's report (scorecard, plots, trajectories) on 127.0.0.1 until interrupted."""
+    ensure_report(run_dir)
+    with RunServer(run_dir, port) as server:
+        click.echo(f"serving {run_dir} at {server.url}  (Ctrl-C stops)", nl=True)
+        threading.Event().wait()
