@@ -1,4 +1,4 @@
-"""The tolerant parser: real small-model answers with junk around the JSON, synonyms, and answers it must refuse."""
+"""The tolerant parser: small-model answers with junk around the JSON, synonyms, answers it must refuse."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from agent_eval.device.observation import Bounds, Element, Observation
 
 def _screen() -> Observation:
     def el(i: int, cls: str, text: str, **kw: bool) -> Element:
-        return Element(i, cls, text, "", "", "com.android.settings", Bounds(0, 100 * i, 1080, 100 * i + 90), **kw)
+        return Element(
+            i, cls, text, "", "", "com.android.settings", Bounds(0, 100 * i, 1080, 100 * i + 90), **kw
+        )
 
     elements = (
         el(0, "android.widget.TextView", "Internet", clickable=True),

@@ -1,4 +1,4 @@
-"""The prompt and the LLM policy, against a real local endpoint: what the model is shown and what comes back."""
+"""The prompt and the LLM policy against a real local endpoint: what the model is shown, what comes back."""
 
 from __future__ import annotations
 
@@ -47,7 +47,12 @@ def settings_screen() -> Observation:
         el(1, "android.widget.TextView", "Internet", clickable=True),
         el(2, "android.widget.Switch", "Wi-Fi", checkable=True, checked=False, clickable=True),
         el(3, "android.widget.ImageButton", desc="Navigate up", clickable=True),
-        el(4, "androidx.recyclerview.widget.RecyclerView", rid="com.android.settings:id/list", scrollable=True),
+        el(
+            4,
+            "androidx.recyclerview.widget.RecyclerView",
+            rid="com.android.settings:id/list",
+            scrollable=True,
+        ),
         el(5, "android.widget.EditText", rid="com.android.settings:id/name", focusable=True, focused=True),
     )
     return Observation(PNG, "<hierarchy/>", elements, "com.android.settings/.SubSettings", 1080, 2400)
@@ -69,7 +74,9 @@ def test_text_and_a_different_description_are_both_shown() -> None:
 
 
 def test_a_long_screen_is_cut_and_says_so() -> None:
-    many = tuple(el(i, "android.widget.TextView", f"Row {i}", clickable=True) for i in range(MAX_ELEMENTS + 5))
+    many = tuple(
+        el(i, "android.widget.TextView", f"Row {i}", clickable=True) for i in range(MAX_ELEMENTS + 5)
+    )
     lines = element_lines(Observation(PNG, "", many, "a/.B", 1080, 2400))
     assert len(lines) == MAX_ELEMENTS + 1
     assert lines[-1] == "(… 5 more; scroll to see others)"
@@ -81,7 +88,7 @@ def test_the_stable_instructions_come_first_then_goal_history_and_screen() -> No
     system, user = prompt.messages
     assert system == {"role": "system", "content": SYSTEM_PROMPT}
     text = user["content"]
-    assert text.startswith("Goal: Turn on Wi-Fi\nPrevious steps:\n1. tap 1 \"Network & internet\"\n")
+    assert text.startswith('Goal: Turn on Wi-Fi\nPrevious steps:\n1. tap 1 "Network & internet"\n')
     assert "Step 2 of 10. Screen (SubSettings):" in text
     assert text.index("Previous steps") < text.index("Step 2 of 10") < text.index('[2] Switch "Wi-Fi"')
     # No image for a text-only build, so the recorded prompt is what was sent.
@@ -117,9 +124,10 @@ def test_every_answer_the_schema_allows_parses_into_that_action() -> None:
     samples = {"integer": 2, "string": "x"}
     for alt in action_schema()["anyOf"]:
         props = alt["properties"]
-        assert list(props)[0] == "type" and alt["required"] == list(props)
+        assert next(iter(props)) == "type" and alt["required"] == list(props)
         obj = {
-            name: (spec["enum"][0] if "enum" in spec else samples[spec["type"]]) for name, spec in props.items()
+            name: (spec["enum"][0] if "enum" in spec else samples[spec["type"]])
+            for name, spec in props.items()
         }
         parsed = parse_action(json.dumps(obj))
         assert parsed.action is not None, (obj, parsed.reason)
@@ -158,3 +166,31 @@ def test_a_junk_answer_is_an_invalid_decision_not_an_error() -> None:
     assert decision.action is None
     assert decision.invalid_reason is not None and "no JSON action" in decision.invalid_reason
     assert "response_format" not in server.requests[0]
+
+
+ROW_XML = (
+    "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">"
+    '<node class="android.widget.FrameLayout" text="" bounds="[0,0][1080,2400]">'
+    '<node class="android.widget.LinearLayout" clickable="true" text="" bounds="[0,300][1080,450]">'
+    '<node class="android.widget.TextView" text="Wi-Fi" bounds="[40,320][600,380]"/>'
+    '<node class="android.widget.TextView" text="Off" bounds="[40,380][600,430]"/>'
+    '<node class="android.widget.Switch" text="OFF" checkable="true" checked="false"'
+    ' bounds="[900,340][1040,410]"/>'
+    "</node>"
+    '<node class="android.widget.Switch" text="OFF" checkable="true" checked="true"'
+    ' bounds="[900,600][1040,700]"/>'
+    "</node></hierarchy>"
+)
+
+
+def test_a_switch_that_only_says_on_or_off_is_named_by_its_rows_title() -> None:
+    from agent_eval.device.uitree import parse_ui
+
+    elements, nodes = parse_ui(ROW_XML)
+    screen = Observation(PNG, ROW_XML, tuple(elements), "a/.B", 1080, 2400, tuple(nodes))
+    assert element_lines(screen) == [
+        '[0] TextView "Wi-Fi"',
+        '[1] TextView "Off"',
+        '[2] Switch "Wi-Fi" checked=false',
+        '[3] Switch "OFF" checked=true',  # not in a row: nothing better to call it
+    ]
