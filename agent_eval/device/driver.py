@@ -154,14 +154,15 @@ class Device:
         """One uiautomator dump, retried with backoff while the device reports it cannot get an idle state."""
         delay, last = 0.1, ""
         for _ in range(self._dump_attempts):
-            result = self.shell(f"rm -f {DUMP_PATH}; uiautomator dump {DUMP_PATH}", timeout_s=30)
-            last = result.output.strip()
-            if "dumped to" in last.lower():
-                with self._adb_errors("reading the UI dump"):
-                    xml: str = self._adb.sync.read_bytes(DUMP_PATH).decode("utf-8", errors="replace")
-                if "</hierarchy>" in xml:
-                    return xml
-                last = f"incomplete dump file: {xml[:120]!r}"
+            # One round trip: dump to the file and print it. A failed dump leaves no file (it was removed),
+            # so a stale dump is never read back.
+            cmd = f"rm -f {DUMP_PATH}; uiautomator dump {DUMP_PATH} && cat {DUMP_PATH}"
+            output = self.shell(cmd, timeout_s=30).output
+            start = output.find("<?xml") if "<?xml" in output else output.find("<hierarchy")
+            end = output.rfind("</hierarchy>")
+            if 0 <= start < end:
+                return output[start : end + len("</hierarchy>")]
+            last = output.strip()[-300:]
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
         raise DeviceError(

@@ -17,7 +17,7 @@ import click
 from agent_eval.agent.oracle import OraclePolicy
 from agent_eval.device.driver import Device, online_serials
 from agent_eval.errors import AgentEvalError, TaskError
-from agent_eval.records import Outcome
+from agent_eval.records import Outcome, StepRecord
 from agent_eval.runner.episode import run_episode
 from agent_eval.task import Task, TaskInstance, goal_holds, load_tasks, start_episode
 from agent_eval.task.params import combinations
@@ -50,6 +50,16 @@ def _check_start_only(device: Device, instance: TaskInstance, snapshot: str | No
     if held != instance.verify:
         return "goal already holds at the start" if held else "verify task does not start in its goal state"
     return ""
+
+
+def _invalid_reasons(steps_file: Path) -> list[str]:
+    reasons = []
+    with contextlib.suppress(OSError):
+        for line in steps_file.read_text(encoding="utf-8").splitlines():
+            step = StepRecord.model_validate_json(line)
+            if step.invalid_reason:
+                reasons.append(f"step {step.step}: {step.invalid_reason}")
+    return reasons or [f"see {steps_file}"]
 
 
 def _verdict(
@@ -97,9 +107,8 @@ def check_instance(
     if record.outcome is not Outcome.SUCCESS:
         problems.append(record.error or f"the oracle ended in {record.outcome.value}, not success")
     if record.invalid_actions:
-        problems.append(
-            f"{record.invalid_actions} oracle step(s) were invalid (see {episode_dir}/steps.jsonl)"
-        )
+        reasons = _invalid_reasons(episode_dir / "steps.jsonl")
+        problems.append(f"{record.invalid_actions} oracle step(s) were invalid: " + "; ".join(reasons))
     return _verdict(instance, started, record.outcome.value, record.steps, "; ".join(problems))
 
 

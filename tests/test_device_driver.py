@@ -1,0 +1,184 @@
+"""The driver against a virtual phone behind the real adb server: observe, act, query, reset, failures."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+import pytest
+
+from agent_eval.action import Action, ActionType
+from agent_eval.device import Device
+from agent_eval.device.observation import Observation
+from agent_eval.errors import DeviceError, DeviceNotFoundError, InvalidActionError
+
+virtual_device = pytest.importorskip("agent_eval.virtual_device")
+
+BASE_PORT = 5700
+SETTINGS = "com.android.settings/.Settings"
+
+
+@pytest.fixture(scope="module")
+def device() -> Iterator[Device]:
+    with virtual_device.start_fleet(count=1, base_port=BASE_PORT) as fleet:
+        yield Device(fleet.serials[0])
+
+
+@pytest.fixture
+def phone(device: Device) -> Device:
+    device.reset("default_boot")
+    return device
+
+
+def find(observation: Observation, text: str) -> int:
+    matches = [e.index for e in observation.elements if e.text == text]
+    assert matches, f"{text!r} not among {[e.text for e in observation.elements]}"
+    return matches[0]
+
+
+def act(phone: Device, observation: Observation, **fields: object) -> Observation:
+    phone.act(Action.model_validate(fields), observation)
+    return phone.observe()
+
+
+def test_observation_of_the_home_screen(phone: Device) -> None:
+    obs = phone.observe()
+    assert obs.screenshot_png.startswith(b"\x89PNG")
+    assert (obs.width, obs.height) == struct.unpack(">II", obs.screenshot_png[16:24]) == (1080, 2400)
+    assert "launcher" in obs.activity
+    assert find(obs, "Settings") >= 0
+    assert [e.index for e in obs.elements] == list(range(len(obs.elements)))
+    assert len(obs.all_nodes) >= len(obs.elements)
+
+
+def test_navigating_to_the_wifi_switch_and_toggling_it(phone: Device) -> None:
+    obs = act(phone, phone.observe(), type="open_app", app="Settings")
+    assert obs.activity == SETTINGS
+    obs = act(phone, obs, type="tap", element=find(obs, "Network & internet"))
+    assert obs.activity.endswith("NetworkDashboardActivity")
+    obs = act(phone, obs, type="tap", element=find(obs, "Internet"))
+    assert phone.setting("global", "wifi_on") == "1"
+    obs = act(phone, obs, type="tap", element=find(obs, "Wi-Fi"))
+    assert phone.setting("global", "wifi_on") == "0"
+    assert "To see available networks, turn Wi-Fi on" in {e.text for e in obs.elements}
+    obs = act(phone, obs, type="key", key="back")
+    assert obs.activity.endswith("NetworkDashboardActivity")
+    obs = act(phone, obs, type="key", key="home")
+    assert "launcher" in obs.activity
+
+
+def test_tap_by_coordinates_and_long_press(phone: Device) -> None:
+    obs = phone.observe()
+    icon = obs.elements[find(obs, "Settings")]
+    x, y = icon.bounds.center
+    obs = act(phone, obs, type="tap", x=x, y=y)
+    assert obs.activity == SETTINGS
+    act(phone, obs, type="long_press", element=find(obs, "Display"))
+
+
+def test_scrolling_reveals_rows_below_the_fold(phone: Device) -> None:
+    phone.open_app("com.android.settings")
+    obs = phone.observe()
+    assert "About phone" not in {e.text for e in obs.elements}
+    for _ in range(6):
+        if "About phone" in {e.text for e in obs.elements}:
+            break
+        obs = act(phone, obs, type="scroll", direction="down")
+    assert "About phone" in {e.text for e in obs.elements}
+    obs = act(phone, obs, type="scroll", direction="up")
+    obs = act(phone, obs, type="swipe", direction="down")  # the finger moves down: back towards the top
+    assert "Network & internet" in {e.text for e in obs.elements}
+
+
+def test_typing_replaces_the_field_text_with_spaces_and_quotes_intact(phone: Device) -> None:
+    phone.start_intent("android.settings.DEVICE_INFO_SETTINGS")
+    obs = phone.observe()
+    obs = act(phone, obs, type="tap", element=find(obs, "Device name"))
+    field = next(e for e in obs.elements if e.cls.endswith("EditText"))
+    assert field.text == "sdk_gphone64_x86_64"
+    name = "Lab's phone & co 7"
+    obs = act(phone, obs, type="type", element=field.index, text=name)
+    assert next(e for e in obs.elements if e.cls.endswith("EditText")).text == name
+    act(phone, obs, type="tap", element=find(obs, "OK"))
+    assert phone.setting("global", "device_name") == name
+
+
+def test_invalid_actions_are_rejected_without_touching_the_device(phone: Device) -> None:
+    obs = phone.observe()
+    bad = [
+        Action(type=ActionType.TAP, element=len(obs.elements)),
+        Action(type=ActionType.TAP),
+        Action(type=ActionType.TAP, x=5000, y=10),
+        Action(type=ActionType.SCROLL),
+        Action(type=ActionType.TYPE, element=0),
+        Action(type=ActionType.KEY),
+        Action(type=ActionType.OPEN_APP, app="Flux Capacitor"),
+        Action(type=ActionType.OPEN_APP, app="com.example.missing"),
+    ]
+    for action in bad:
+        with pytest.raises(InvalidActionError):
+            phone.act(action, obs)
+    assert phone.observe().ui_xml == obs.ui_xml
+    phone.act(Action(type=ActionType.DONE), obs)  # terminal actions do nothing
+
+
+def test_state_queries(phone: Device) -> None:
+    assert phone.setting("global", "wifi_on") == "1"
+    assert phone.setting("global", "no_such_key") is None
+    ok = phone.shell("echo hi")
+    assert (ok.output.strip(), ok.exit_code) == ("hi", 0)
+    assert phone.shell("no_such_program").exit_code == 127
+    phone.start_activity("com.android.settings/.Settings$BluetoothDashboardActivity")
+    assert phone.focused_activity() == "com.android.settings/.Settings$BluetoothDashboardActivity"
+    with pytest.raises(DeviceError, match="cannot start"):
+        phone.start_activity("com.android.settings/.NoSuchActivity")
+
+
+def test_reset_loads_the_snapshot_and_without_one_goes_home_with_apps_stopped(phone: Device) -> None:
+    phone.shell("settings put global bluetooth_on 1")
+    phone.start_intent("android.settings.WIFI_SETTINGS")
+    phone.reset("default_boot")
+    assert phone.last_reset == "snapshot default_boot"
+    assert phone.setting("global", "bluetooth_on") == "0"
+    assert "launcher" in phone.focused_activity()
+    with pytest.raises(DeviceError, match="no_such_snapshot"):
+        phone.reset("no_such_snapshot")
+
+    phone.start_intent("android.settings.WIFI_SETTINGS")
+    phone.focused_activity()
+    phone.reset(None)
+    assert phone.last_reset == "no snapshot"
+    assert "launcher" in phone.focused_activity()
+    phone.open_app("Settings")  # a force-stopped app starts on its first screen, not where it was left
+    assert phone.focused_activity() == SETTINGS
+
+
+def test_flaky_dumps_are_retried_and_persistent_failure_is_a_device_error(phone: Device) -> None:
+    try:
+        assert "KO" not in phone.emu("faults", "set", "dump_fail_rate", "0.5")
+        for _ in range(3):
+            assert phone.observe().elements
+        phone.emu("faults", "set", "dump_fail_rate", "1.0")
+        with pytest.raises(DeviceError, match="could not get idle state"):
+            phone.ui_dump()
+    finally:
+        phone.emu("faults", "reset")
+
+
+def test_a_restless_screen_still_yields_an_observation(phone: Device) -> None:
+    try:
+        phone.emu("faults", "set", "restless_screen", "true")
+        assert phone.observe().elements
+    finally:
+        phone.emu("faults", "reset")
+
+
+def test_unknown_and_vanished_devices_raise_device_not_found() -> None:
+    with pytest.raises(DeviceNotFoundError, match="emulator-5798"):
+        Device("emulator-5798")
+    with virtual_device.start_fleet(count=1, base_port=BASE_PORT + 10) as fleet:
+        doomed = Device(fleet.serials[0])
+        obs = doomed.observe()
+    with pytest.raises(DeviceNotFoundError, match="disappeared"):
+        for _ in range(20):  # the adb server notices the closed transport within a moment
+            doomed.act(Action(type=ActionType.KEY, key="back"), obs)
