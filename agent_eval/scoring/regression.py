@@ -1,0 +1,273 @@
+"""The regression verdict: each build against the reference on paired episodes, navigation and success.
+
+Builds are ordered by bits per weight; p-values are Holm-adjusted over builds × metrics, drill-downs use BH.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_eval.records import EpisodeRecord
+from agent_eval.scoring.adaptive import e_value
+from agent_eval.scoring.stats import (
+    ALPHA,
+    DEFAULT_MARGIN,
+    Verdict,
+    benjamini_hochberg,
+    episodes_needed,
+    holm,
+    mcnemar_p,
+    paired_effect,
+    sign_flip_p,
+    verdict,
+)
+
+Metric = Literal["navigation", "success"]
+METRICS: tuple[Metric, ...] = ("navigation", "success")
+# "success" is the episode that recognised its completion; sentences use the user's words for it.
+METRIC_WORDS: dict[str, str] = {"navigation": "navigation", "success": "completion recognition"}
+PairKey = tuple[str, int]
+
+
+def _scored(episode: EpisodeRecord, metric: Metric) -> bool:
+    return episode.reached if metric == "navigation" else episode.success
+
+
+class MetricComparison(BaseModel):
+    """One build against the reference on one metric, pooled over the tasks' paired episodes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric: Metric = Field(description="navigation (reached) or success (completion recognised).")
+    pairs: int = Field(description="Paired episodes: same task and seed run by both builds.")
+    b: int = Field(description="Pairs the reference got right and the build got wrong.")
+    c: int = Field(description="Pairs the build got right and the reference got wrong.")
+    reference_rate: float | None = Field(description="The reference's rate on the paired episodes.")
+    build_rate: float | None = Field(description="The build's rate on the paired episodes.")
+    delta: float = Field(description="Δ = build − reference, the mean over tasks of each task's difference.")
+    low: float | None = Field(
+        description="Lower end of Δ's 95% interval (task-clustered, t with tasks − 1 df)."
+    )
+    high: float | None = Field(description="Upper end of Δ's 95% interval.")
+    drop_upper: float = Field(description="One-sided 95% upper bound of the drop (reference − build).")
+    df: int | None = Field(description="Degrees of freedom of the interval; null when it is an exact bound.")
+    p: float = Field(description="Exact one-sided McNemar p that the build is worse.")
+    p_holm: float = Field(description="p adjusted by Holm over all builds × {navigation, success}.")
+    p_sign_flip: float | None = Field(
+        description="Sign-flip permutation p over per-task Δ (fewer than 10 tasks)."
+    )
+    e_value: float = Field(
+        description="Anytime-valid e-value 2^(b+c)·B(b+1, c+1) (evidence of any difference)."
+    )
+    flips: float | None = Field(description="Share of pairs whose outcome differs, (b + c) / pairs.")
+    verdict: Verdict = Field(
+        description="REGRESSION (p_holm < alpha), NON-INFERIOR (drop_upper < margin), or not."
+    )
+    episodes_needed: int | None = Field(
+        description="Episodes per build to detect a drop of `margin` from the reference rate with 80% power."
+    )
+
+
+class TaskComparison(BaseModel):
+    """The exploratory drill-down: one build against the reference on one task and metric."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str = Field(description="The task.")
+    metric: Metric = Field(description="navigation or success.")
+    pairs: int = Field(description="Paired seeds on this task.")
+    b: int = Field(description="Seeds the reference got right and the build wrong.")
+    c: int = Field(description="Seeds the build got right and the reference wrong.")
+    delta: float = Field(description="Build rate − reference rate on this task.")
+    p: float = Field(description="Exact one-sided McNemar p on this task alone.")
+    p_bh: float = Field(
+        description="p adjusted by Benjamini–Hochberg over every drill-down row of the report."
+    )
+
+
+class BuildComparison(BaseModel):
+    """One build's regression verdicts against the reference."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    build: str = Field(description="The build compared.")
+    bits_per_weight: float | None = Field(description="From its manifest; builds are listed high to low.")
+    unpaired: int = Field(
+        description="Scored episodes of this build with no reference episode on the same seed."
+    )
+    navigation: MetricComparison = Field(description="Navigation: P(reached).")
+    success: MetricComparison = Field(description="Success: P(said done while the goal held, and kept it).")
+    per_task: list[TaskComparison] = Field(description="Drill-down by task and metric (exploratory).")
+    sentence: str = Field(description="The verdict in one plain sentence.")
+
+
+class Regression(BaseModel):
+    """Every build against the reference."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reference: str = Field(description="The reference build.")
+    margin: float = Field(description="Non-inferiority margin δ: the largest drop that does not matter.")
+    alpha: float = Field(description="Family-wise error rate of the REGRESSION verdicts.")
+    builds: list[BuildComparison] = Field(
+        description="One entry per non-reference build, by bits per weight."
+    )
+
+
+def _pair_values(
+    reference: Mapping[PairKey, EpisodeRecord], build: Mapping[PairKey, EpisodeRecord], metric: Metric
+) -> tuple[list[int], list[str], list[tuple[bool, bool]]]:
+    differences: list[int] = []
+    tasks: list[str] = []
+    outcomes: list[tuple[bool, bool]] = []
+    for key in sorted(set(reference) & set(build)):
+        ref_value = _scored(reference[key], metric)
+        build_value = _scored(build[key], metric)
+        differences.append(int(build_value) - int(ref_value))
+        tasks.append(key[0])
+        outcomes.append((ref_value, build_value))
+    return differences, tasks, outcomes
+
+
+def _compare(
+    reference: Mapping[PairKey, EpisodeRecord],
+    build: Mapping[PairKey, EpisodeRecord],
+    metric: Metric,
+    margin: float,
+) -> MetricComparison:
+    differences, tasks, outcomes = _pair_values(reference, build, metric)
+    b = sum(1 for r, x in outcomes if r and not x)
+    c = sum(1 for r, x in outcomes if x and not r)
+    n = len(outcomes)
+    effect = paired_effect(differences, tasks)
+    reference_rate = sum(r for r, _ in outcomes) / n if n else None
+    return MetricComparison(
+        metric=metric,
+        pairs=n,
+        b=b,
+        c=c,
+        reference_rate=reference_rate,
+        build_rate=sum(x for _, x in outcomes) / n if n else None,
+        delta=effect.delta,
+        low=effect.interval.low if effect.interval else None,
+        high=effect.interval.high if effect.interval else None,
+        drop_upper=effect.drop_upper,
+        df=effect.df,
+        p=mcnemar_p(b, c),
+        p_holm=1.0,
+        p_sign_flip=sign_flip_p(list(effect.per_task.values())) if n else None,
+        e_value=e_value(b, c),
+        flips=(b + c) / n if n else None,
+        verdict=Verdict.INCONCLUSIVE,
+        episodes_needed=episodes_needed(reference_rate, margin) if reference_rate is not None else None,
+    )
+
+
+def _drill_down(
+    reference: Mapping[PairKey, EpisodeRecord], build: Mapping[PairKey, EpisodeRecord]
+) -> list[TaskComparison]:
+    rows: list[TaskComparison] = []
+    for metric in METRICS:
+        _, tasks, outcomes = _pair_values(reference, build, metric)
+        for task in sorted(set(tasks)):
+            mine = [o for t, o in zip(tasks, outcomes, strict=True) if t == task]
+            b = sum(1 for r, x in mine if r and not x)
+            c = sum(1 for r, x in mine if x and not r)
+            p = mcnemar_p(b, c)
+            rows.append(
+                TaskComparison(
+                    task_id=task,
+                    metric=metric,
+                    pairs=len(mine),
+                    b=b,
+                    c=c,
+                    delta=(c - b) / len(mine),
+                    p=p,
+                    p_bh=p,
+                )
+            )
+    return rows
+
+
+def _signed(x: float) -> str:
+    # Rounding can leave "-0.00", which reads as a drop that is not there.
+    return "0.00" if abs(x) < 0.005 else f"{x:+.2f}".replace("-", "−")
+
+
+def _phrase(m: MetricComparison, margin: float) -> str:
+    words = METRIC_WORDS[m.metric]
+    if m.pairs == 0:
+        return f"{words} not compared (no paired episodes)"
+    interval = f" [{_signed(m.low)}, {_signed(m.high)}]" if m.low is not None and m.high is not None else ""
+    if m.verdict is Verdict.NON_INFERIOR:
+        return f"{words} non-inferior"
+    if m.verdict is Verdict.REGRESSION:
+        return f"{words} REGRESSION, {_signed(m.delta)}{interval}"
+    needed = (
+        f"; ~{m.episodes_needed} episodes needed to detect a drop of {margin:.2f}"
+        if m.episodes_needed
+        else ""
+    )
+    return (
+        f"{words} INCONCLUSIVE, {_signed(m.delta)}{interval}: a drop up to {m.drop_upper:.2f} "
+        f"cannot be ruled out with {m.pairs} pairs{needed}"
+    )
+
+
+def sentence(comparison: BuildComparison, margin: float) -> str:
+    """The verdict in the user's words, e.g. "w4a16: navigation non-inferior; completion recognition
+    REGRESSION, −0.20 [−0.33, −0.07]"."""
+    phrases = [_phrase(comparison.navigation, margin), _phrase(comparison.success, margin)]
+    return f"{comparison.build}: " + "; ".join(phrases)
+
+
+def bits_order(build: str, bits: float | None) -> tuple[float, str]:
+    """Sort key: most bits per weight first, builds without a known width last, then by name."""
+    return (-bits if bits is not None else float("inf"), build)
+
+
+def compare_builds(
+    scored: Sequence[EpisodeRecord],
+    reference: str,
+    margin: float = DEFAULT_MARGIN,
+    alpha: float = ALPHA,
+) -> Regression:
+    """Every other build against `reference`, from scored episodes (the last attempt of each seed, no infra
+    errors): the paired tests, Holm over builds × metrics, BH over the drill-down, verdicts and sentences."""
+    by_build: dict[str, dict[PairKey, EpisodeRecord]] = {}
+    bits: dict[str, float | None] = {}
+    for episode in scored:
+        by_build.setdefault(episode.build, {})[episode.task_id, episode.seed] = episode
+        if episode.build_manifest is not None:
+            bits.setdefault(episode.build, episode.build_manifest.bits_per_weight)
+    reference_pairs = by_build.get(reference, {})
+    others = sorted((b for b in by_build if b != reference), key=lambda b: bits_order(b, bits.get(b)))
+
+    comparisons: list[BuildComparison] = []
+    for name in others:
+        mine = by_build[name]
+        comparisons.append(
+            BuildComparison(
+                build=name,
+                bits_per_weight=bits.get(name),
+                unpaired=len(set(mine) - set(reference_pairs)),
+                navigation=_compare(reference_pairs, mine, "navigation", margin),
+                success=_compare(reference_pairs, mine, "success", margin),
+                per_task=_drill_down(reference_pairs, mine),
+                sentence="",
+            )
+        )
+
+    primary = [m for comp in comparisons for m in (comp.navigation, comp.success)]
+    for m, adjusted in zip(primary, holm([m.p for m in primary], alpha), strict=True):
+        m.p_holm = adjusted
+        m.verdict = verdict(adjusted, m.drop_upper, margin, alpha) if m.pairs else Verdict.INCONCLUSIVE
+    rows = [row for comp in comparisons for row in comp.per_task]
+    for row, adjusted in zip(rows, benjamini_hochberg([r.p for r in rows], alpha), strict=True):
+        row.p_bh = adjusted
+    for comp in comparisons:
+        comp.sentence = sentence(comp, margin)
+    return Regression(reference=reference, margin=margin, alpha=alpha, builds=comparisons)

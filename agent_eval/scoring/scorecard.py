@@ -1,0 +1,153 @@
+"""The scorecard of a run (scorecard.json): a score per build and the regression verdicts, from episodes.
+
+`score_run` recomputes it from a run directory; `score_episodes` from records already in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_eval.errors import ConfigError, RunStoreError
+from agent_eval.records import EngineRecord, EpisodeRecord
+from agent_eval.scoring.attempts import infra_attempts_by_task, settle_attempts
+from agent_eval.scoring.build_score import BuildScore, build_score
+from agent_eval.scoring.regression import Regression, bits_order, compare_builds
+from agent_eval.scoring.run_files import read_engines, read_episodes, read_run_settings
+from agent_eval.scoring.stats import ALPHA, DEFAULT_MARGIN
+
+SCORECARD_SCHEMA_VERSION = 1
+
+
+class Scorecard(BaseModel):
+    """scorecard.json: everything the report shows, recomputable from the run directory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = Field(SCORECARD_SCHEMA_VERSION, description="Bumped when a field changes meaning.")
+    run_id: str = Field(description="The run this scores.")
+    reference: str | None = Field(
+        description="The reference build; null when the run has none to compare with."
+    )
+    margin: float = Field(description="Non-inferiority margin δ used for the verdicts.")
+    alpha: float = Field(description="Family-wise error rate of the REGRESSION verdicts.")
+    episode_records: int = Field(
+        description="Lines read from episodes.jsonl (every attempt, infra errors too)."
+    )
+    builds: list[BuildScore] = Field(
+        description="One score per build: the reference first, then by bits per weight."
+    )
+    regression: Regression | None = Field(
+        description="Each build against the reference; null without a reference."
+    )
+    notes: list[str] = Field(
+        default_factory=list, description="What the reader should know before trusting it."
+    )
+
+
+def resolve_reference(
+    requested: str | None, recorded: str | None, episodes: Sequence[EpisodeRecord]
+) -> str | None:
+    """The reference build: asked for, else recorded in run.json, else the one its manifest marks."""
+    builds = sorted({e.build for e in episodes})
+    for source, name in (("--reference", requested), ("run.json", recorded)):
+        if name is not None:
+            if name not in builds:
+                raise ConfigError(
+                    f"reference build {name!r} (from {source}) has no episodes in this run; "
+                    f"builds here: {', '.join(builds)}"
+                )
+            return name
+    flagged = sorted(
+        {e.build for e in episodes if e.build_manifest is not None and e.build_manifest.reference}
+    )
+    if len(flagged) > 1:
+        raise ConfigError(
+            f"several builds say they are the reference ({', '.join(flagged)}); pick one with --reference"
+        )
+    return flagged[0] if flagged else None
+
+
+def score_episodes(
+    episodes: Sequence[EpisodeRecord],
+    engines: Mapping[str, EngineRecord] | None = None,
+    *,
+    run_id: str,
+    reference: str | None = None,
+    margin: float = DEFAULT_MARGIN,
+    alpha: float = ALPHA,
+) -> Scorecard:
+    """The scorecard from every episode record of a run (all attempts; only the last of each seed counts)."""
+    if not 0 < margin < 1:
+        raise ConfigError(f"the margin is a drop in rate, between 0 and 1 (got {margin})")
+    engines = engines or {}
+    settled = settle_attempts(episodes)
+    scored = list(settled.scored.values())
+    by_build: dict[str, list[EpisodeRecord]] = {build: [] for build in settled.builds}
+    for episode in scored:
+        by_build[episode.build].append(episode)
+    reference = resolve_reference(reference, None, episodes) if reference is None else reference
+    if reference is not None and reference not in by_build:
+        raise ConfigError(
+            f"reference build {reference!r} has no episodes in this run; "
+            f"builds here: {', '.join(sorted(by_build))}"
+        )
+
+    scores = [
+        build_score(
+            build,
+            eps,
+            reference=build == reference,
+            infra_attempts_by_task=infra_attempts_by_task(settled, build),
+            unresolved=settled.unresolved[build],
+            engine=engines.get(build),
+        )
+        for build, eps in by_build.items()
+    ]
+    scores.sort(key=lambda s: (not s.reference, *bits_order(s.build, s.bits_per_weight)))
+
+    notes: list[str] = []
+    regression = None
+    if reference is None:
+        notes.append("no reference build (none given, none recorded): pass --reference NAME for verdicts")
+    elif len(by_build) > 1:
+        regression = compare_builds(scored, reference, margin, alpha)
+    unresolved = sum(settled.unresolved.values())
+    if unresolved:
+        notes.append(
+            f"{unresolved} (build, task, seed) ended in an infra error on every attempt and are not scored"
+        )
+    for comparison in regression.builds if regression else []:
+        if comparison.unpaired:
+            notes.append(
+                f"{comparison.build}: {comparison.unpaired} episodes have no reference episode on the "
+                "same (task, seed) and are left out of its verdict"
+            )
+    return Scorecard(
+        run_id=run_id,
+        reference=reference,
+        margin=margin,
+        alpha=alpha,
+        episode_records=len(episodes),
+        builds=scores,
+        regression=regression,
+        notes=notes,
+    )
+
+
+def score_run(run_dir: Path, reference: str | None = None, margin: float | None = None) -> Scorecard:
+    """Recompute the scorecard from a run directory alone; arguments override what run.json records."""
+    settings = read_run_settings(run_dir)
+    episodes = read_episodes(run_dir)
+    if not episodes:
+        raise RunStoreError(f"{run_dir / 'episodes.jsonl'} has no finished episode yet: nothing to score")
+    chosen = resolve_reference(reference, settings.reference, episodes)
+    return score_episodes(
+        episodes,
+        read_engines(run_dir),
+        run_id=settings.run_id,
+        reference=chosen,
+        margin=next((m for m in (margin, settings.margin) if m is not None), DEFAULT_MARGIN),
+    )

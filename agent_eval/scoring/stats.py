@@ -1,0 +1,253 @@
+"""The statistics behind every rate, interval and verdict (protocol: shared docs, statistics.md).
+
+Typed wrappers over scipy/statsmodels, so the protocol's choices (method, sides, df) live in one place.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import statsmodels.api as sm
+from scipy import stats as scipy_stats
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.power import NormalIndPower
+from statsmodels.stats.proportion import proportion_confint, proportion_effectsize
+
+ALPHA = 0.05
+DEFAULT_MARGIN = 0.10
+# Exact sign-flip enumeration costs 2^T; beyond this the cluster t-interval is the better tool anyway.
+PERMUTATION_MAX_TASKS = 9
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A two-sided confidence interval."""
+
+    low: float
+    high: float
+
+
+def _check_counts(successes: int, trials: int) -> None:
+    if trials < 0 or successes < 0 or successes > trials:
+        raise ValueError(f"need 0 <= successes <= trials, got {successes}/{trials}")
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> Interval | None:
+    """Wilson score interval; None when there are no trials (a rate of nothing has no interval)."""
+    _check_counts(successes, trials)
+    if trials == 0:
+        return None
+    low, high = proportion_confint(successes, trials, alpha=1 - confidence, method="wilson")
+    return Interval(float(low), float(high))
+
+
+def clopper_pearson_interval(successes: int, trials: int, confidence: float = 0.95) -> Interval | None:
+    """Exact (Clopper–Pearson) interval: coverage is guaranteed, so use it where a bound must hold."""
+    _check_counts(successes, trials)
+    if trials == 0:
+        return None
+    low, high = proportion_confint(successes, trials, alpha=1 - confidence, method="beta")
+    return Interval(float(low), float(high))
+
+
+def clopper_pearson_upper(successes: int, trials: int, confidence: float = 0.95) -> float:
+    """One-sided exact upper bound of a proportion (the two-sided interval at 2·alpha)."""
+    _check_counts(successes, trials)
+    if trials == 0 or successes == trials:
+        return 1.0
+    return float(scipy_stats.beta.ppf(confidence, successes + 1, trials - successes))
+
+
+def mcnemar_p(b: int, c: int) -> float:
+    """Exact one-sided McNemar p that the build is worse than the reference.
+
+    b = pairs where the reference succeeded and the build failed, c = the reverse. Concordant pairs carry no
+    information about the difference, so with b + c = 0 there is no evidence at all (p = 1).
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
+    if b + c == 0:
+        return 1.0
+    return float(scipy_stats.binomtest(b, b + c, 0.5, alternative="greater").pvalue)
+
+
+def mcnemar_p_two_sided(b: int, c: int) -> float:
+    """Exact two-sided McNemar p (any difference between build and reference)."""
+    if b + c == 0:
+        return 1.0
+    return float(scipy_stats.binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
+
+
+@dataclass(frozen=True)
+class PairedEffect:
+    """Δ = build − reference, averaged over tasks, with its task-clustered intervals."""
+
+    delta: float
+    interval: Interval | None
+    """Two-sided interval at the requested confidence; None with no pairs."""
+    drop_upper: float
+    """One-sided upper confidence bound of the drop (reference − build): what non-inferiority is judged on."""
+    tasks: int
+    pairs: int
+    df: int | None
+    """Degrees of freedom of the t reference distribution (tasks − 1 when clustered)."""
+    per_task: dict[str, float]
+    """Δ of each task (build rate − reference rate on that task's pairs)."""
+
+
+def paired_effect(
+    differences: Sequence[int | float], task_ids: Sequence[str], confidence: float = 0.95
+) -> PairedEffect:
+    """The effect of a build against the reference from paired episodes, clustered by task.
+
+    `differences` holds build − reference per pair (−1, 0 or +1). Δ is the mean over tasks of each task's mean
+    difference; when tasks have unequal numbers of pairs (adaptive top-up) the pairs are weighted 1/n_task,
+    which makes the regression's estimate that mean and reduces to the protocol's plain OLS when cells are
+    balanced. The interval is cluster-robust by task with t(tasks − 1) (use_t), since episodes of one task
+    share its difficulty. With one task the pairs are independent draws, so an ordinary t-interval is used.
+    When the estimated variance is zero (every pair alike, or every task's mean exactly equal) the interval
+    would claim certainty; then the drop is bounded exactly instead, by the Clopper–Pearson upper bound of the
+    share of pairs the build lost (the drop can never exceed that share).
+    """
+    if len(differences) != len(task_ids):
+        raise ValueError("one task id per paired difference")
+    d = np.asarray(differences, dtype=float)
+    groups = np.asarray(task_ids)
+    names, codes = np.unique(groups, return_inverse=True)
+    if d.size == 0:
+        return PairedEffect(0.0, None, 1.0, 0, 0, None, {})
+    counts = np.bincount(codes)
+    task_means = np.bincount(codes, weights=d) / counts
+    per_task = {str(name): float(mean) for name, mean in zip(names, task_means, strict=True)}
+    delta = float(task_means.mean())
+    lost = int(np.sum(d < 0))
+    one_sided_alpha = 1 - confidence
+
+    ones = np.ones_like(d)
+    if len(names) == 1:
+        fit = sm.OLS(d, ones).fit(use_t=True)
+        df = int(d.size - 1)
+    else:
+        fit = sm.WLS(d, ones, weights=1.0 / counts[codes]).fit(
+            cov_type="cluster", cov_kwds={"groups": codes}, use_t=True
+        )
+        df = len(names) - 1
+    se = float(fit.bse[0])
+    if not math.isfinite(se) or se <= 1e-12:
+        exact_drop = clopper_pearson_upper(lost, int(d.size), confidence)
+        return PairedEffect(
+            delta, Interval(delta, delta), max(-delta, exact_drop), len(names), int(d.size), None, per_task
+        )
+    # A difference of two rates lies in [-1, 1]; a t-interval with few tasks can overshoot that.
+    low, high = (min(max(float(x), -1.0), 1.0) for x in fit.conf_int(alpha=1 - confidence)[0])
+    one_sided_low = max(float(fit.conf_int(alpha=2 * one_sided_alpha)[0][0]), -1.0)
+    return PairedEffect(delta, Interval(low, high), -one_sided_low, len(names), int(d.size), df, per_task)
+
+
+def sign_flip_p(per_task_deltas: Sequence[float]) -> float | None:
+    """Exact one-sided sign-flip permutation p that the build is worse, over per-task Δ.
+
+    Under "no difference" each task's Δ is as likely negative as positive; the p is the share of the 2^T sign
+    assignments whose mean is at most the observed one. Only computed for fewer than 10 tasks, where the
+    cluster t-interval has too few clusters to trust.
+    """
+    t = len(per_task_deltas)
+    if t == 0 or t > PERMUTATION_MAX_TASKS:
+        return None
+    values = np.asarray(per_task_deltas, dtype=float)
+    signs = np.array(list(itertools.product((1.0, -1.0), repeat=t)))
+    means = (signs * values).mean(axis=1)
+    observed = values.mean()
+    return float(np.mean(means <= observed + 1e-12))
+
+
+def holm(p_values: Sequence[float], alpha: float = ALPHA) -> list[float]:
+    """Holm-adjusted p-values (family-wise error control over the primary hypotheses)."""
+    if not p_values:
+        return []
+    return [float(x) for x in multipletests(list(p_values), alpha=alpha, method="holm")[1]]
+
+
+def benjamini_hochberg(p_values: Sequence[float], alpha: float = ALPHA) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values (false discovery rate, for exploratory drill-downs)."""
+    if not p_values:
+        return []
+    return [float(x) for x in multipletests(list(p_values), alpha=alpha, method="fdr_bh")[1]]
+
+
+class Verdict(StrEnum):
+    """What the data say about a build against the reference on one metric."""
+
+    REGRESSION = "REGRESSION"
+    NON_INFERIOR = "NON-INFERIOR"
+    INCONCLUSIVE = "INCONCLUSIVE"
+
+
+def verdict(
+    p_adjusted: float, drop_upper: float, margin: float = DEFAULT_MARGIN, alpha: float = ALPHA
+) -> Verdict:
+    """REGRESSION if the (Holm-adjusted) p is below alpha; NON-INFERIOR if the drop's upper bound is below the
+    margin; otherwise INCONCLUSIVE: with few episodes, "not significant" is not "no regression"."""
+    if p_adjusted < alpha:
+        return Verdict.REGRESSION
+    if drop_upper < margin:
+        return Verdict.NON_INFERIOR
+    return Verdict.INCONCLUSIVE
+
+
+def pass_hat_k(trials: int, successes: int, k: int) -> float:
+    """pass^k of one task: the chance that k tries drawn without replacement all succeed."""
+    _check_counts(successes, trials)
+    if not 1 <= k <= trials:
+        raise ValueError(f"k must be in 1..{trials}, got {k}")
+    return math.comb(successes, k) / math.comb(trials, k)
+
+
+def pass_at_k(trials: int, successes: int, k: int) -> float:
+    """pass@k of one task: the chance that at least one of k tries succeeds."""
+    _check_counts(successes, trials)
+    if not 1 <= k <= trials:
+        raise ValueError(f"k must be in 1..{trials}, got {k}")
+    return 1.0 - math.comb(trials - successes, k) / math.comb(trials, k)
+
+
+def mean_pass_hat_k(per_task: Sequence[tuple[int, int]], k: int) -> float:
+    """pass^k averaged over tasks, each given as (trials, successes)."""
+    if not per_task:
+        raise ValueError("pass^k needs at least one task")
+    return float(np.mean([pass_hat_k(n, c, k) for n, c in per_task]))
+
+
+def mean_pass_at_k(per_task: Sequence[tuple[int, int]], k: int) -> float:
+    """pass@k averaged over tasks, each given as (trials, successes)."""
+    if not per_task:
+        raise ValueError("pass@k needs at least one task")
+    return float(np.mean([pass_at_k(n, c, k) for n, c in per_task]))
+
+
+def episodes_needed(
+    reference_rate: float, drop: float, alpha: float = ALPHA, power: float = 0.8
+) -> int | None:
+    """Episodes per build (pooled over tasks) to detect `drop` from `reference_rate` with `power`.
+
+    The unpaired normal approximation (two-sided, Cohen's h): a planning figure a user can act on; pairing
+    usually needs fewer. None when the drop cannot happen (rate minus drop below 0) or is not a drop.
+    """
+    target = reference_rate - drop
+    if drop <= 0 or target < 0 or not 0 <= reference_rate <= 1:
+        return None
+    return _episodes_needed(reference_rate, target, alpha, power)
+
+
+# The power solver is a root search (~10 ms); reports and simulations ask for the same rates again and again.
+@functools.lru_cache(maxsize=4096)
+def _episodes_needed(reference_rate: float, target: float, alpha: float, power: float) -> int:
+    effect = proportion_effectsize(reference_rate, target)
+    n = NormalIndPower().solve_power(effect_size=effect, alpha=alpha, power=power, alternative="two-sided")
+    return math.ceil(float(n))
