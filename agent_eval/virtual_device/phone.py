@@ -1,0 +1,442 @@
+"""One virtual phone: its state plus what a user can do to it (touch, keys, intents, settings, snapshots).
+
+Thread-safe: shell commands run on worker threads; a lock guards the state, rendering happens outside it.
+"""
+
+from __future__ import annotations
+
+import copy
+import posixpath
+import threading
+from dataclasses import dataclass, replace
+
+from agent_eval.virtual_device.apps import Catalog, Row, load_catalog
+from agent_eval.virtual_device.faults import FaultInjector
+from agent_eval.virtual_device.render import encode_png, render
+from agent_eval.virtual_device.state import Dialog, Frame, PhoneState
+from agent_eval.virtual_device.uiautomator import dump_xml
+from agent_eval.virtual_device.views import Layout, Metrics, Tap, View, hit, layout, switch_checked
+
+SDK = 34
+KEYCODES = {
+    "HOME": 3, "BACK": 4, "DPAD_UP": 19, "DPAD_DOWN": 20, "DPAD_LEFT": 21, "DPAD_RIGHT": 22,
+    "DPAD_CENTER": 23, "POWER": 26, "TAB": 61, "SPACE": 62, "ENTER": 66, "DEL": 67, "MENU": 82,
+    "SEARCH": 84, "ESCAPE": 111, "FORWARD_DEL": 112, "MOVE_END": 123, "APP_SWITCH": 187, "WAKEUP": 224,
+    "VOLUME_UP": 24, "VOLUME_DOWN": 25, "CAMERA": 27, "NOTIFICATION": 83, "SLEEP": 223,
+}
+KEYCODES |= {chr(c): 29 + c - ord("A") for c in range(ord("A"), ord("Z") + 1)}
+KEYCODES |= {str(d): 7 + d for d in range(10)}
+KEYCODES |= {"PERIOD": 56, "COMMA": 55, "MINUS": 69, "AT": 77}
+_KEY_CHARS = {56: ".", 55: ",", 69: "-", 77: "@", 62: " "} | {29 + i: chr(ord("a") + i) for i in range(26)}
+_KEY_CHARS |= {7 + d: str(d) for d in range(10)}
+
+
+class PhoneError(Exception):
+    """A request the phone refuses, with the message Android would print."""
+
+
+def normpath(path: str) -> str:
+    p = posixpath.normpath("/" + path.lstrip("/")) if path else "/"
+    for alias in ("/storage/emulated/0", "/storage/self/primary", "/mnt/sdcard"):
+        if p == alias or p.startswith(alias + "/"):
+            p = "/sdcard" + p[len(alias) :]
+    return p
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    name: str
+    state: dict[str, object]
+    created: float
+
+
+class Phone:
+    def __init__(self, serial: str, size: tuple[int, int] = (1080, 2400), faults: FaultInjector | None = None,
+                 catalog: Catalog | None = None) -> None:
+        self.serial = serial
+        self.catalog = catalog or load_catalog()
+        self.default_size = size
+        self.state = PhoneState.fresh(self.catalog, size)
+        self.faults = faults or FaultInjector(serial)
+        self.snapshots: dict[str, Snapshot] = {}
+        self.lock = threading.RLock()
+        self.version = 0  # bumped on every change; keys the frame cache
+        self._tick = 0
+        self._render_lock = threading.Lock()
+        self._png: tuple[int, bytes] | None = None
+        self._layout: tuple[int, Layout] | None = None
+        self._prerender_wanted = threading.Event()
+        self._prerender_thread: threading.Thread | None = None
+
+    # ---- frames -------------------------------------------------------------------------------------
+    def changed(self) -> None:
+        self.version += 1
+
+    def current_layout(self) -> Layout:
+        with self.lock:
+            if self.faults.config.restless_screen:
+                self._tick += 1
+                return layout(self.state, self.catalog, tick=self._tick)
+            if self._layout is None or self._layout[0] != self.version:
+                self._layout = (self.version, layout(self.state, self.catalog))
+            return self._layout[1]
+
+    def _frame_state(self) -> PhoneState:
+        # What the painter reads, copied so that rendering can run outside the state lock.
+        return replace(self.state, settings=copy.deepcopy(self.state.settings),
+                       tasks={k: list(v) for k, v in self.state.tasks.items()}, files={})
+
+    def screenshot_png(self) -> bytes:
+        with self._render_lock:
+            with self.lock:
+                version = self.version
+                restless = self.faults.config.restless_screen
+                if not restless and self._png is not None and self._png[0] == version:
+                    return self._png[1]
+                lay = self.current_layout()
+                st = self._frame_state()
+            png = encode_png(render(lay, st))
+            if not restless:
+                self._png = (version, png)
+            return png
+
+    def prerender_soon(self) -> None:
+        """Render the new frame on a helper thread, ahead of the screencap that usually follows a change."""
+        if self.faults.config.restless_screen:
+            return
+        if self._prerender_thread is None:
+            self._prerender_thread = threading.Thread(target=self._prerender_loop, name=f"render-{self.serial}",
+                                                      daemon=True)
+            self._prerender_thread.start()
+        self._prerender_wanted.set()
+
+    def _prerender_loop(self) -> None:
+        while True:
+            self._prerender_wanted.wait()
+            self._prerender_wanted.clear()
+            self.screenshot_png()
+
+    def dump(self) -> str:
+        return dump_xml(self.current_layout())
+
+    # ---- settings -------------------------------------------------------------------------------------
+    def get_setting(self, ns: str, key: str) -> str | None:
+        with self.lock:
+            return self.state.get(ns, key)
+
+    def put_setting(self, ns: str, key: str, value: str) -> None:
+        with self.lock:
+            self.state.put(ns, key, value)
+            self.changed()
+
+    def delete_setting(self, ns: str, key: str) -> bool:
+        with self.lock:
+            found = self.state.settings.get(ns, {}).pop(key, None) is not None
+            self.changed()
+            return found
+
+    # ---- navigation -----------------------------------------------------------------------------------
+    def _close_transient(self) -> None:
+        self.state.dialog = None
+        self.state.keyboard_shown = False
+        self.state.shift = False
+
+    def _to_front(self, package: str) -> None:
+        stack = self.state.tasks.pop(package)
+        self.state.tasks[package] = stack
+
+    def go_home(self) -> None:
+        with self.lock:
+            self._close_transient()
+            self._to_front(self.catalog.home.package)
+            self.changed()
+
+    def launch(self, package: str) -> bool:
+        """Start an app as its launcher icon does: resume its task, or start it at its launch screen."""
+        with self.lock:
+            app = self.catalog.apps.get(package)
+            if app is None or app.home:
+                if app is not None:
+                    self.go_home()
+                return app is not None
+            self._close_transient()
+            if package in self.state.tasks:
+                self._to_front(package)
+            else:
+                self.state.tasks[package] = [Frame(app.launch_screen)]
+            self.changed()
+            return True
+
+    def start_screen(self, package: str, screen: str) -> None:
+        """What `am start` does: bring the app's task forward with this screen on top."""
+        with self.lock:
+            app = self.catalog.apps[package]
+            self._close_transient()
+            if app.home:
+                self._to_front(package)
+            elif package in self.state.tasks:
+                self._to_front(package)
+                if self.state.top.screen != screen:
+                    self.state.tasks[package].append(Frame(screen))
+            else:
+                self.state.tasks[package] = [Frame(screen)]
+            self.changed()
+
+    def force_stop(self, package: str) -> None:
+        with self.lock:
+            if package in self.state.tasks and package != self.catalog.home.package:
+                was_front = self.state.foreground == package
+                del self.state.tasks[package]
+                if was_front:
+                    self._close_transient()
+                    self._to_front(self.catalog.home.package)
+                self.changed()
+
+    def back(self) -> None:
+        with self.lock:
+            st = self.state
+            if st.keyboard_shown:
+                st.keyboard_shown = False
+            elif st.dialog is not None:
+                st.dialog = None
+            else:
+                pkg = st.foreground
+                if pkg == self.catalog.home.package:
+                    return
+                stack = st.tasks[pkg]
+                if len(stack) > 1:
+                    stack.pop()
+                else:
+                    del st.tasks[pkg]
+                    self._to_front(self.catalog.home.package)
+            self.changed()
+
+    # ---- input ------------------------------------------------------------------------------------------
+    def _row(self, index: int) -> Row:
+        app = self.catalog.apps[self.state.foreground]
+        return app.screens[self.state.top.screen].rows[index]
+
+    def tap(self, x: int, y: int) -> None:
+        with self.lock:
+            lay = self.current_layout()
+            st = self.state
+            if lay.keyboard:
+                kb = Metrics(st).keyboard_rect()
+                if kb[1] <= y < kb[3]:
+                    for key in lay.keyboard:
+                        l, t, r, b = key.rect
+                        if l <= x < r and t <= y < b:
+                            self._press_key(key.char)
+                    return
+            if lay.dialog is not None:
+                target = hit(lay.dialog, x, y)
+                l, t, r, b = lay.dialog.bounds
+                if target is None and not (l <= x < r and t <= y < b):
+                    self._close_transient()
+                    self.changed()
+                    return
+            else:
+                target = hit(lay.window, x, y)
+            if target is not None and target.tap is not None:
+                self._apply(target.tap, target, x)
+
+    def _apply(self, tap: Tap, view: View, x: int) -> None:
+        st = self.state
+        kind, arg = tap.kind, tap.arg
+        if kind == "open":
+            st.tasks[st.foreground].append(Frame(str(arg)))
+        elif kind == "launch":
+            self.launch(str(arg))
+        elif kind == "back":
+            self._close_transient()
+            self.back()
+        elif kind == "toggle":
+            row = self._row(int(arg))
+            assert row.bind is not None
+            new = row.off_value if switch_checked(row, st) else row.on_value
+            st.put(row.bind.namespace, row.bind.key, new)
+        elif kind == "choice":
+            st.dialog = Dialog("choice", int(arg))
+        elif kind == "edit":
+            row = self._row(int(arg))
+            assert row.bind is not None
+            st.dialog = Dialog("text", int(arg), st.get(row.bind.namespace, row.bind.key) or "")
+            st.keyboard_shown = True
+        elif kind == "field":
+            st.keyboard_shown = True
+        elif kind == "choose" and st.dialog is not None:
+            row = self._row(st.dialog.row)
+            assert row.bind is not None
+            st.put(row.bind.namespace, row.bind.key, str(arg))
+            self._close_transient()
+        elif kind == "dialog_ok":
+            self._commit_text()
+        elif kind == "dialog_cancel":
+            self._close_transient()
+        elif kind == "slider":
+            row = self._row(int(arg))
+            assert row.bind is not None
+            l, _, r, _ = view.rect
+            frac = min(1.0, max(0.0, (x - l) / max(1, r - l)))
+            st.put(row.bind.namespace, row.bind.key, str(round(row.min + frac * (row.max - row.min))))
+        self.changed()
+
+    def _commit_text(self) -> None:
+        st = self.state
+        if st.dialog is not None and st.dialog.kind == "text":
+            row = self._row(st.dialog.row)
+            assert row.bind is not None
+            st.put(row.bind.namespace, row.bind.key, st.dialog.draft)
+        self._close_transient()
+
+    def _press_key(self, ch: str) -> None:
+        st = self.state
+        if ch == "^":
+            st.shift = not st.shift
+        elif ch == "<":
+            self._type_backspace()
+        elif ch == ">":
+            self._commit_text()
+        else:
+            self._type(ch.upper() if st.shift else ch)
+            st.shift = False
+        self.changed()
+
+    def _type(self, text: str) -> None:
+        d = self.state.dialog
+        if d is not None and d.kind == "text":
+            d.draft += text
+            self.state.keyboard_shown = True
+
+    def _type_backspace(self) -> None:
+        d = self.state.dialog
+        if d is not None and d.kind == "text":
+            d.draft = d.draft[:-1]
+
+    def text(self, s: str) -> None:
+        with self.lock:
+            self._type(s.replace("%s", " "))
+            self.changed()
+
+    def swipe(self, x1: int, y1: int, x2: int, y2: int) -> None:
+        with self.lock:
+            if abs(x2 - x1) < 16 and abs(y2 - y1) < 16:
+                self.tap(x1, y1)
+                return
+            lay = self.current_layout()
+            if lay.dialog is not None or lay.keyboard:
+                return
+            start = hit(lay.window, x1, y1)
+            if start is not None and start.tap is not None and start.tap.kind == "slider":
+                self._apply(start.tap, start, x2)
+                return
+            lst = lay.list_view
+            if lst is None or not lst.scrollable:
+                return
+            l, t, r, b = lst.bounds
+            if not (l <= x1 < r and t <= y1 < b):
+                return
+            view_h = b - t
+            frame = self.state.top
+            frame.scroll = max(0, min(frame.scroll + (y1 - y2), lay.content_height - view_h))
+            self.changed()
+
+    def keyevent(self, code: int) -> None:
+        with self.lock:
+            if code == KEYCODES["BACK"] or code == KEYCODES["ESCAPE"]:
+                self.back()
+            elif code == KEYCODES["HOME"]:
+                self.go_home()
+            elif code == KEYCODES["ENTER"]:
+                if self.state.dialog is not None and self.state.dialog.kind == "text":
+                    self._commit_text()
+                    self.changed()
+            elif code in (KEYCODES["DEL"], KEYCODES["FORWARD_DEL"]):
+                self._type_backspace()
+                self.changed()
+            elif code in _KEY_CHARS:
+                self._type(_KEY_CHARS[code])
+                self.changed()
+
+    # ---- display ----------------------------------------------------------------------------------------
+    def set_size(self, size: tuple[int, int] | None) -> None:
+        with self.lock:
+            self.state.width, self.state.height = size or self.default_size
+            for stack in self.state.tasks.values():
+                for f in stack:
+                    f.scroll = 0
+            self.changed()
+
+    def set_density(self, density: int | None) -> None:
+        with self.lock:
+            self.state.density = density or 420
+            self.changed()
+
+    # ---- files ------------------------------------------------------------------------------------------
+    def writable(self, path: str) -> bool:
+        p = normpath(path)
+        return p.startswith("/sdcard/") or p.startswith("/data/local/tmp/")
+
+    def read_file(self, path: str) -> bytes | None:
+        with self.lock:
+            return self.state.files.get(normpath(path))
+
+    def write_file(self, path: str, data: bytes, append: bool = False) -> None:
+        p = normpath(path)
+        if p == "/dev/null":
+            return
+        with self.lock:
+            if not self.writable(p):
+                raise PhoneError(f"{p}: Read-only file system")
+            if p in self.state.dirs:
+                raise PhoneError(f"{p}: Is a directory")
+            parent = posixpath.dirname(p)
+            if parent not in self.state.dirs:
+                raise PhoneError(f"{p}: No such file or directory")
+            old = self.state.files.get(p, b"") if append else b""
+            self.state.files[p] = old + data
+
+    def make_dirs(self, path: str) -> None:
+        p = normpath(path)
+        with self.lock:
+            if not self.writable(p + "/"):
+                raise PhoneError(f"{p}: Read-only file system")
+            while p not in self.state.dirs:
+                self.state.dirs.add(p)
+                p = posixpath.dirname(p)
+
+    def remove(self, path: str) -> bool:
+        p = normpath(path)
+        with self.lock:
+            if p in self.state.files:
+                del self.state.files[p]
+                return True
+            return False
+
+    def is_dir(self, path: str) -> bool:
+        return normpath(path) in self.state.dirs
+
+    def listdir(self, path: str) -> list[str]:
+        p = normpath(path)
+        with self.lock:
+            names = {posixpath.basename(f) for f in (*self.state.files, *self.state.dirs)
+                     if posixpath.dirname(f) == p and f != p}
+        return sorted(names)
+
+    # ---- snapshots -----------------------------------------------------------------------------------
+    def save_snapshot(self, name: str, now: float) -> None:
+        with self.lock:
+            self.snapshots[name] = Snapshot(name, self.state.to_json(), now)
+
+    def load_snapshot(self, name: str) -> bool:
+        with self.lock:
+            snap = self.snapshots.get(name)
+            if snap is None:
+                return False
+            self.state = PhoneState.from_json(copy.deepcopy(snap.state))
+            self.changed()
+            return True
+
+    def delete_snapshot(self, name: str) -> bool:
+        with self.lock:
+            return self.snapshots.pop(name, None) is not None

@@ -1,0 +1,243 @@
+"""The adbd services a phone offers on a stream: shell (v2 and legacy), exec, and sync (push/pull/ls).
+
+Commands run on worker threads so that one slow command never blocks the other streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+import struct
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING
+
+from agent_eval.virtual_device import android  # noqa: F401  (registers the Android commands)
+from agent_eval.virtual_device.phone import Phone, PhoneError
+from agent_eval.virtual_device.shell import Output, Shell, program_names
+from agent_eval.virtual_device.transport import Service, Stream
+
+if TYPE_CHECKING:
+    pass
+
+PROMPT = b"emu64x:/ $ "
+MTIME = 1767225600  # 2026-01-01: files carry one fixed time so snapshots compare equal
+DIR_MODE = 0o040771
+FILE_MODE = 0o100660
+SYNC_DATA_MAX = 64 * 1024
+
+
+def _v2(packet_id: int, data: bytes) -> bytes:
+    return struct.pack("<BI", packet_id, len(data)) + data
+
+
+class Services:
+    """Resolves a service name to its handler for one phone."""
+
+    def __init__(self, phone: Phone, executor: Executor, on_drop: Callable[[], None]) -> None:
+        self.phone = phone
+        self.executor = executor
+        self.on_drop = on_drop
+
+    def resolve(self, service: str) -> Service | None:
+        if service.startswith("shell"):
+            head, sep, cmd = service.partition(":")
+            if not sep:
+                return None
+            opts = head.split(",")[1:]
+            v2 = "v2" in opts
+            pty = "pty" in opts or ("raw" not in opts and not cmd)
+            return lambda s, _svc: self._shell(s, cmd, v2, pty)
+        if service.startswith("exec:"):
+            return lambda s, _svc: self._exec(s, service[5:])
+        if service == "sync:":
+            return self._sync
+        return None
+
+    async def _run(self, line: str) -> tuple[Output, int] | None:
+        """Runs one command line with the phone's faults; None if the transport was dropped instead."""
+        faults = self.phone.faults
+        if faults.should_drop(line):
+            self.on_drop()
+            return None
+        delay = faults.latency_for(program_names(line), line)
+        if delay:
+            await asyncio.sleep(delay)
+        shell = Shell(self.phone)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, shell.run, line)
+
+    async def _exec(self, stream: Stream, cmd: str) -> None:
+        result = await self._run(cmd)
+        if result is None:
+            return
+        out, _ = result
+        # exec: has no separate stderr; like adbd, both go to the one stream in production order.
+        await stream.write(b"".join(d for _, d in out.chunks))
+
+    async def _shell(self, stream: Stream, cmd: str, v2: bool, pty: bool) -> None:
+        if not cmd:
+            await self._interactive(stream, v2)
+            return
+        result = await self._run(cmd)
+        if result is None:
+            return
+        out, rc = result
+        if v2:
+            packets = [_v2(fd, d) for fd, d in out.chunks if d]
+            packets.append(_v2(3, bytes([rc & 0xFF])))
+            await stream.write(b"".join(packets))
+        else:
+            data = b"".join(d for _, d in out.chunks)
+            await stream.write(data.replace(b"\n", b"\r\n") if pty else data)
+
+    async def _interactive(self, stream: Stream, v2: bool) -> None:
+        """A line-mode interactive shell, as `adb shell` with no command gets (echo, prompt, CRLF)."""
+        shell = Shell(self.phone)
+        loop = asyncio.get_running_loop()
+
+        async def emit(data: bytes) -> None:
+            await stream.write(_v2(1, data) if v2 else data)
+
+        await emit(PROMPT)
+        line = bytearray()
+        pending = b""
+        while True:
+            chunk = await stream.read()
+            if chunk is None:
+                return
+            if v2:
+                pending += chunk
+                data = b""
+                while len(pending) >= 5:
+                    pid, n = struct.unpack_from("<BI", pending)
+                    if len(pending) < 5 + n:
+                        break
+                    if pid == 0:
+                        data += pending[5 : 5 + n]
+                    elif pid == 4:
+                        data += b"\x04"
+                    pending = pending[5 + n :]
+            else:
+                data = chunk
+            for byte in data:
+                ch = bytes([byte])
+                if ch in (b"\r", b"\n"):
+                    await emit(b"\r\n")
+                    text = line.decode("utf-8", "replace").strip()
+                    line.clear()
+                    if text in ("exit", "logout") or text.startswith("exit "):
+                        code = int(text.split()[1]) if len(text.split()) > 1 and text.split()[1].isdigit() else 0
+                        if v2:
+                            await stream.write(_v2(3, bytes([code & 0xFF])))
+                        return
+                    if text:
+                        out, _ = await loop.run_in_executor(self.executor, shell.run, text)
+                        await emit(b"".join(d for _, d in out.chunks).replace(b"\n", b"\r\n"))
+                    await emit(PROMPT)
+                elif ch == b"\x04" and not line:
+                    if v2:
+                        await stream.write(_v2(3, b"\x00"))
+                    return
+                elif ch in (b"\x7f", b"\x08"):
+                    if line:
+                        line.pop()
+                        await emit(b"\x08 \x08")
+                else:
+                    line += ch
+                    await emit(ch)
+
+    async def _sync(self, stream: Stream, _service: str) -> None:
+        reader = _Reader(stream)
+        phone = self.phone
+        while True:
+            try:
+                head = await reader.exactly(8)
+            except EOFError:
+                return
+            ident, length = head[:4], struct.unpack("<I", head[4:])[0]
+            if ident == b"QUIT":
+                return
+            if length > 4096:
+                await stream.write(_fail("path too long"))
+                return
+            arg = (await reader.exactly(length)).decode("utf-8", "replace")
+            if ident == b"STAT":
+                await stream.write(b"STAT" + struct.pack("<3I", *self._stat(arg)))
+            elif ident == b"LIST":
+                out = bytearray()
+                if phone.is_dir(arg):
+                    for name in [".", "..", *phone.listdir(arg)]:
+                        mode, size, mtime = self._stat(posixpath.join(arg, name)) if name not in (".", "..") \
+                            else (DIR_MODE, 4096, MTIME)
+                        out += b"DENT" + struct.pack("<4I", mode, size, mtime, len(name.encode())) + name.encode()
+                out += b"DONE" + struct.pack("<4I", 0, 0, 0, 0)
+                await stream.write(bytes(out))
+            elif ident == b"RECV":
+                data = phone.read_file(arg)
+                if data is None:
+                    reason = "Is a directory" if phone.is_dir(arg) else "No such file or directory"
+                    await stream.write(_fail(f"open failed: {reason}"))
+                    continue
+                out = bytearray()
+                for off in range(0, len(data), SYNC_DATA_MAX):
+                    part = data[off : off + SYNC_DATA_MAX]
+                    out += b"DATA" + struct.pack("<I", len(part)) + part
+                out += b"DONE" + struct.pack("<I", 0)
+                await stream.write(bytes(out))
+            elif ident == b"SEND":
+                path = arg.rsplit(",", 1)[0]
+                buf = bytearray()
+                while True:
+                    h = await reader.exactly(8)
+                    n = struct.unpack("<I", h[4:])[0]
+                    if h[:4] == b"DATA":
+                        if n > SYNC_DATA_MAX:
+                            await stream.write(_fail("data chunk too large"))
+                            return
+                        buf += await reader.exactly(n)
+                    elif h[:4] == b"DONE":
+                        break
+                    else:
+                        await stream.write(_fail(f"invalid data message {h[:4]!r}"))
+                        return
+                try:
+                    phone.make_dirs(posixpath.dirname(path))
+                    phone.write_file(path, bytes(buf))
+                except PhoneError as e:
+                    await stream.write(_fail(f"couldn't create file: {e}"))
+                    continue
+                await stream.write(b"OKAY" + struct.pack("<I", 0))
+            else:
+                await stream.write(_fail(f"unknown sync request {ident!r}"))
+                return
+
+    def _stat(self, path: str) -> tuple[int, int, int]:
+        if self.phone.is_dir(path):
+            return DIR_MODE, 4096, MTIME
+        data = self.phone.read_file(path)
+        if data is None:
+            return 0, 0, 0
+        return FILE_MODE, len(data), MTIME
+
+
+def _fail(msg: str) -> bytes:
+    return b"FAIL" + struct.pack("<I", len(msg.encode())) + msg.encode()
+
+
+class _Reader:
+    """Exact reads over a stream whose WRTE boundaries do not align with sync requests."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.buf = bytearray()
+
+    async def exactly(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            chunk = await self.stream.read()
+            if chunk is None:
+                raise EOFError
+            self.buf += chunk
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
