@@ -25,6 +25,7 @@ def _register() -> None:
     from agent_eval.report.serve import view_command; cli.add_command(view_command)  # noqa: E702, I001
     from agent_eval.runner.validate import validate_command; cli.add_command(validate_command)  # noqa: E702, I001
     from agent_eval.runner.run_cli import run_command; cli.add_command(run_command)  # noqa: E702, I001
+    from agent_eval.report.cli import report_command; cli.add_command(report_command)  # noqa: E702, I001
     pass
 
 

@@ -1,6 +1,6 @@
-"""Makes build weights inside .venv-quant (transformers + llmcompressor), run by `builds prepare` as a subprocess.
+"""Makes build weights inside .venv-quant (transformers + llmcompressor); `builds prepare` runs it.
 
-Reads a JSON list of jobs from argv[1]; each job dequantizes the shipped GGUF or quantizes a checkpoint. Standalone.
+Reads a JSON list of jobs from argv[1]; each dequantizes the shipped GGUF or quantizes a checkpoint.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ def _save_text_side(src: Any, out: Path, tokenizer: Any) -> None:
 
 
 def dequantize(job: dict[str, Any]) -> None:
-    """GGUF → bf16 HF checkpoint that vLLM serves (transformers refuses to save a GGUF-loaded model directly)."""
+    """GGUF → a bf16 HF checkpoint vLLM serves (transformers will not save a GGUF-loaded model itself)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
 
@@ -37,14 +38,15 @@ def dequantize(job: dict[str, Any]) -> None:
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     config = loaded.config
-    # The GGUF conversion names <|im_start|> as the tokenizer's EOS; the model ends its turns with the GGUF's EOS id.
+    # The GGUF conversion names <|im_start|> as the tokenizer's EOS; the model ends turns with the GGUF's EOS.
     eos_id = loaded.generation_config.eos_token_id
     if isinstance(eos_id, int):
         tokenizer.eos_token = tokenizer.convert_ids_to_tokens(eos_id)
         tokenizer.pad_token = tokenizer.eos_token
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    fresh = LlamaForCausalLM(config).to(torch.bfloat16)
+    fresh: Any = LlamaForCausalLM(config)  # type: ignore[no-untyped-call,unused-ignore]
+    fresh = fresh.to(torch.bfloat16)
     missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)
     if unexpected or [k for k in missing if k != "lm_head.weight"]:
         raise SystemExit(f"state dict mismatch: missing {missing}, unexpected {unexpected}")
@@ -52,7 +54,12 @@ def dequantize(job: dict[str, Any]) -> None:
     fresh.generation_config = loaded.generation_config
     params = sum(p.numel() for p in fresh.parameters())
     say(name, f"dequantized: {params / 1e6:.1f} M parameters, {config.num_hidden_layers} layers")
-    _write(job, lambda out: (fresh.save_pretrained(out), _save_text_side(fresh, out, tokenizer)))
+
+    def save(out: Path) -> None:
+        fresh.save_pretrained(out)
+        _save_text_side(fresh, out, tokenizer)
+
+    _write(job, save)
 
 
 def _config_groups(job: dict[str, Any]) -> dict[str, Any]:
@@ -86,26 +93,23 @@ def quantize(job: dict[str, Any]) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     name, source = job["name"], Path(job["source_dir"])
-    say(
-        name,
-        f"quantizing {source.name} → {job['weights']} weights, {job.get('activations') or 'bf16'} activations",
-    )
+    acts = job.get("activations") or "bf16"
+    say(name, f"quantizing {source.name} → {job['weights']} weights, {acts} activations")
     model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16)
     tokenizer = AutoTokenizer.from_pretrained(source)
     recipe = QuantizationModifier(config_groups=_config_groups(job), ignore=["lm_head"])
     oneshot(model=model, recipe=recipe)
     say(name, "quantized; saving compressed")
-    _write(
-        job,
-        lambda out: (
-            model.save_pretrained(out, save_compressed=True),
-            _save_text_side(model, out, tokenizer),
-        ),
-    )
+
+    def save(out: Path) -> None:
+        model.save_pretrained(out, save_compressed=True)
+        _save_text_side(model, out, tokenizer)
+
+    _write(job, save)
 
 
-def _write(job: dict[str, Any], save: Any) -> None:
-    # Write beside the target and swap in at the end, so an interrupted prepare never leaves a half checkpoint.
+def _write(job: dict[str, Any], save: Callable[[Path], None]) -> None:
+    # Write beside the target and swap it in at the end: an interrupted prepare leaves no half checkpoint.
     out = Path(job["out_dir"])
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))

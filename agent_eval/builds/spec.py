@@ -1,6 +1,6 @@
 """The build schema: what a builds/*.yaml file may say about a build, validated on load.
 
-A build is one servable variant of a model (scheme, weights, engine, pinning, sampling); a file holds a set of them.
+A build is one servable variant of a model (scheme, weights, engine, pinning, sampling); a file holds several.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ NOMINAL_BITS: dict[str, float] = {
 
 VLLM_SCHEMES = {"fp32", "bf16", "fp16", "w8a8", "w4a16", "w4a8"}
 
-# Schemes the pinned engine is known to refuse on any CPU: rejected at load time rather than after a 60 s start.
+# Schemes the pinned engine refuses on any CPU: rejected when the file loads, not after a 60 s engine start.
 VLLM_REJECTS = {
     "w8a16": "vLLM 0.32's CPU kernel (CPUWNA16) refuses int8 weight-only checkpoints "
     "('Quant type (uint8b128) not supported'); use w8a8 or w4a16",
@@ -145,7 +145,7 @@ class Build(BaseModel):
     )
     requires_cpu_flags: list[str] = Field(
         default_factory=list,
-        description="/proc/cpuinfo flags the engine needs for this scheme (e.g. amx_int8).",
+        description="/proc/cpuinfo flags the engine needs for the scheme (amx_int8 ...).",
     )
     note: str = Field("", description="Shown when the build is skipped, and in `builds list`.")
     prepare: Recipe | None = Field(None, description="How `builds prepare` makes it; None: bring your own.")

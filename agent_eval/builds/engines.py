@@ -1,0 +1,143 @@
+"""How each engine is started for a build: the server command, its environment, readiness path and endpoint.
+
+vLLM CPU and llama-cpp-python's server; `endpoint` builds start nothing and are only connected to.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent_eval.builds import host
+from agent_eval.builds.endpoint import Endpoint
+from agent_eval.builds.spec import Build
+
+# Request fields llama.cpp's server needs on every request to sample like vLLM (engine.md, "llama.cpp").
+LLAMACPP_OVERRIDES: tuple[tuple[str, object], ...] = (
+    ("repeat_penalty", 1.0),
+    ("presence_penalty", 0.0),
+    ("frequency_penalty", 0.0),
+    ("top_k", 0),
+    ("min_p", 0.0),
+)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything needed to start one build's server and know when it answers."""
+
+    command: list[str]
+    env: dict[str, str]  # the engine-relevant variables, added to the harness's environment
+    ready_path: str  # GET this (relative to the server root) until it answers 200
+    endpoint: Endpoint
+    pinning: dict[str, Any] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()  # removed from the inherited environment unless `env` sets them
+
+
+def _endpoint(build: Build, base_url: str, **engine_specific: Any) -> Endpoint:
+    return Endpoint(
+        base_url=base_url,
+        model=build.served_name,
+        accepts_images=build.accepts_images,
+        temperature=build.sampling.temperature,
+        top_p=build.sampling.top_p,
+        max_tokens=build.sampling.max_tokens,
+        **engine_specific,
+    )
+
+
+def vllm_launch(build: Build, model_dir: Path, port: int) -> Launch:
+    args = build.engine_args
+    prefix, pinning = host.pinning_prefix(build.name, build.pinning)
+    command = [
+        *prefix,
+        str(host.engine_python()),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model_dir),
+        "--served-model-name",
+        build.served_name,
+        "--dtype",
+        args.dtype,
+        "--max-model-len",
+        str(args.max_model_len),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--disable-uvicorn-access-log",
+    ]
+    if args.quantization:
+        command += ["--quantization", args.quantization]
+    if args.enforce_eager:
+        command.append("--enforce-eager")
+    kv_gib = args.kv_cache_space_gib
+    if not kv_gib.is_integer():
+        # VLLM_CPU_KVCACHE_SPACE takes whole GiB only; the flag it sets internally takes bytes.
+        command += ["--kv-cache-memory-bytes", str(int(kv_gib * 2**30))]
+    command += args.extra_args
+    env = {
+        "VLLM_CPU_OMP_THREADS_BIND": build.pinning.cpus,
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    if kv_gib.is_integer():
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(int(kv_gib))
+    pinning["omp_threads_bind"] = build.pinning.cpus
+    endpoint = _endpoint(build, f"http://127.0.0.1:{port}/v1", structured_output=True)
+    # A VLLM_CPU_KVCACHE_SPACE in the harness's environment would override the build's own KV size.
+    return Launch(command, env, "/health", endpoint, pinning, unset=("VLLM_CPU_KVCACHE_SPACE",))
+
+
+def llamacpp_launch(build: Build, gguf: Path, port: int) -> Launch:
+    args = build.engine_args
+    prefix, pinning = host.pinning_prefix(build.name, build.pinning)
+    threads = args.n_threads or len(build.pinning.cpu_ids())
+    command = [
+        *prefix,
+        str(host.engine_python()),
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf),
+        "--model_alias",
+        build.served_name,
+        "--n_threads",
+        str(threads),
+        "--n_ctx",
+        str(args.n_ctx or args.max_model_len),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        # Without this a new request silently cuts off a streaming answer in progress.
+        "--interrupt_requests",
+        "False",
+    ]
+    if args.logits_all:
+        command += ["--logits_all", "True"]
+    command += args.extra_args
+    pinning["n_threads"] = threads
+    endpoint = _endpoint(
+        build,
+        f"http://127.0.0.1:{port}/v1",
+        structured_output=True,
+        json_object_schema=True,
+        extra_body=LLAMACPP_OVERRIDES,
+    )
+    # llama.cpp answers 404 on /health; /v1/models answers once the model is loaded.
+    return Launch(command, {"HF_HUB_OFFLINE": "1"}, "/v1/models", endpoint, pinning)
+
+
+def endpoint_of(build: Build) -> Endpoint:
+    assert build.base_url is not None
+    return _endpoint(
+        build,
+        build.base_url.rstrip("/"),
+        api_key=os.environ.get("AGENT_EVAL_API_KEY", "EMPTY"),
+        structured_output=True,
+    )

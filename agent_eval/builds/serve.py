@@ -1,0 +1,306 @@
+"""`serve(build, run_dir)`: starts a build's engine server, waits until it answers, and always stops it.
+
+The server runs under a guard in its own process group: neither Ctrl-C, SIGTERM nor a SIGKILLed harness
+leaves an engine behind. Memory is sampled on a timer; the EngineRecord goes to run_dir/engines/<build>.json.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from types import FrameType
+
+import httpx
+
+from agent_eval.builds import host
+from agent_eval.builds.client import Usage
+from agent_eval.builds.endpoint import Endpoint
+from agent_eval.builds.engines import Launch, endpoint_of, llamacpp_launch, vllm_launch
+from agent_eval.builds.memory import MemorySampler
+from agent_eval.builds.prepare import verify
+from agent_eval.builds.spec import Build
+from agent_eval.errors import BuildError
+from agent_eval.records import BuildManifest, EngineRecord
+
+GUARD = Path(__file__).with_name("_guard.py")
+STOP_GRACE_S = 15.0
+MAX_RESTARTS = 1
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    tail = text[-lines:]
+    # The line that names the failure is often above the traceback's last lines.
+    cause = [ln for ln in text[:-lines] if "Error" in ln and ln not in tail][-2:]
+    return "\n".join(["    " + ln for ln in [*cause, *(["    ..."] if cause else []), *tail]])
+
+
+class ServedBuild:
+    """A build whose engine answers at `.endpoint`; made by `serve()`, which also stops it."""
+
+    def __init__(self, build: Build, run_dir: Path, manifest: BuildManifest, port: int | None) -> None:
+        self.build = build
+        self.run_dir = run_dir
+        self.manifest = manifest
+        self.log_path = run_dir / "engines" / f"{build.name}.log"
+        self.record_path = run_dir / "engines" / f"{build.name}.json"
+        self._port = port
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sampler: MemorySampler | None = None
+        self._launch: Launch | None = None
+        self._peak_mb = 0.0
+        self._settled_mb: float | None = None
+        self._startup_s: float | None = None
+        self.restarts = 0
+        self.endpoint: Endpoint = endpoint_of(build) if build.engine == "endpoint" else _placeholder(build)
+
+    def start(self) -> None:
+        if self.build.engine == "endpoint":
+            started = time.monotonic()
+            self._check_endpoint()
+            self._startup_s = round(time.monotonic() - started, 2)
+            return
+        path = self.manifest.model_path
+        assert path is not None
+        port = self._port or host.free_port()
+        if not host.port_is_free(port):
+            raise BuildError(f"build {self.build.name!r}: port {port} is already in use; pick another")
+        make = vllm_launch if self.build.engine == "vllm-cpu" else llamacpp_launch
+        self._launch = make(self.build, Path(path), port)
+        self.endpoint = self._launch.endpoint
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        with self.log_path.open("ab") as log:
+            log.write(f"\n=== agent-eval: starting {self.build.name} at {time.ctime()} ===\n".encode())
+            log.write((" ".join(self._launch.command) + "\n").encode())
+            log.flush()
+            self._proc = subprocess.Popen(
+                [str(host.engine_python()), str(GUARD), str(os.getpid()), "--", *self._launch.command],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=_environment(self._launch),
+                start_new_session=True,
+            )
+        self._sampler = MemorySampler(self._proc.pid, exclude=frozenset({self._proc.pid})).start()
+        try:
+            self._wait_ready(started)
+        except BaseException:
+            self._stop_process()
+            raise
+        self._startup_s = round(time.monotonic() - started, 2)
+        self._settled_mb = self._sampler.settle()
+
+    def _wait_ready(self, started: float) -> None:
+        assert self._launch is not None and self._proc is not None
+        url = self.endpoint.base_url.removesuffix("/v1") + self._launch.ready_path
+        deadline = started + self.build.engine_args.startup_timeout_s
+        with httpx.Client(timeout=5.0) as http:
+            while True:
+                code = self._proc.poll()
+                if code is not None:
+                    raise BuildError(
+                        f"build {self.build.name!r}: the {self.build.engine} server exited (code {code}) "
+                        f"before answering; the engine may reject this scheme or the weights. "
+                        f"Last lines of {self.log_path}:\n{log_tail(self.log_path)}"
+                    )
+                try:
+                    if http.get(url).status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise BuildError(
+                        f"build {self.build.name!r}: the server did not answer {url} within "
+                        f"{self.build.engine_args.startup_timeout_s:g} s (on a busy machine raise "
+                        f"engine_args.startup_timeout_s). Last lines of {self.log_path}:\n"
+                        f"{log_tail(self.log_path)}"
+                    )
+                time.sleep(0.5)
+
+    def _check_endpoint(self) -> None:
+        url = self.endpoint.base_url + "/models"
+        try:
+            response = httpx.get(
+                url, timeout=10.0, headers={"Authorization": f"Bearer {self.endpoint.api_key}"}
+            )
+            response.raise_for_status()
+            served = [m.get("id") for m in response.json().get("data", [])]
+        except (httpx.HTTPError, ValueError, AttributeError) as e:
+            raise BuildError(
+                f"build {self.build.name!r}: the endpoint {url} does not answer as an OpenAI-compatible "
+                f"server ({e}); start it or fix base_url"
+            ) from None
+        if served and self.endpoint.model not in served:
+            raise BuildError(
+                f"build {self.build.name!r}: {self.build.base_url} serves {served}, "
+                f"not {self.endpoint.model!r}; fix the build's 'model'"
+            )
+
+    def alive(self) -> bool:
+        if self.build.engine == "endpoint":
+            try:
+                self._check_endpoint()
+            except BuildError:
+                return False
+            return True
+        return self._proc is not None and self._proc.poll() is None
+
+    def restart(self) -> None:
+        """Start a died server again, once per serve(); BuildError when it died before or will not start."""
+        if self.restarts >= MAX_RESTARTS:
+            raise BuildError(
+                f"build {self.build.name!r}: its server died again after {self.restarts} restart(s); "
+                f"giving up. Last lines of {self.log_path}:\n{log_tail(self.log_path)}"
+            )
+        self.restarts += 1
+        self._stop_process()
+        self._port = None  # the old port may linger in TIME_WAIT; any free one will do
+        self.start()
+        self.write_record()
+
+    def stop(self) -> None:
+        self._stop_process()
+
+    def _stop_process(self) -> None:
+        proc, self._proc = self._proc, None
+        if self._sampler is not None:
+            self._peak_mb = max(self._peak_mb, self._sampler.peak_mb)
+            self._sampler.stop()
+            self._sampler = None
+        if proc is None:
+            return
+        _kill_group(proc)
+
+    def record(self, usage: Usage | None = None) -> EngineRecord:
+        """The engine record so far; tok/s come from `usage`, the episodes' own client's counters."""
+        peak = max(self._peak_mb, self._sampler.peak_mb if self._sampler else 0.0)
+        launch = self._launch
+        return EngineRecord(
+            build=self.build.name,
+            engine=self.build.engine,
+            command=launch.command if launch else [],
+            env=launch.env if launch else {},
+            pinning=launch.pinning if launch else {},
+            mode=self.manifest.mode,
+            startup_s=self._startup_s,
+            peak_rss_mb=round(peak, 1) if peak else None,
+            settled_rss_mb=round(self._settled_mb, 1) if self._settled_mb is not None else None,
+            decode_tok_s=_round(usage.decode_tok_s) if usage else None,
+            prefill_tok_s=_round(usage.prefill_tok_s) if usage else None,
+            requests=usage.requests if usage else 0,
+            restarts=self.restarts,
+            log=str(self.log_path.relative_to(self.run_dir)) if launch else None,
+        )
+
+    def write_record(self, usage: Usage | None = None) -> EngineRecord:
+        record = self.record(usage)
+        self.record_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.record_path.with_suffix(".json.tmp")
+        tmp.write_text(record.model_dump_json(indent=2) + "\n")
+        tmp.replace(self.record_path)
+        return record
+
+
+def _environment(launch: Launch) -> dict[str, str]:
+    inherited = {k: v for k, v in os.environ.items() if k not in launch.unset}
+    return {**inherited, **launch.env}
+
+
+def _round(value: float | None) -> float | None:
+    return round(value, 2) if value is not None else None
+
+
+def _placeholder(build: Build) -> Endpoint:
+    return Endpoint(base_url="http://127.0.0.1:0/v1", model=build.served_name)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the guard's process group (the server and its workers), then SIGKILL what is left."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        proc.wait()
+        return
+    with suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=STOP_GRACE_S)
+    with suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _manifest(build: Build) -> BuildManifest:
+    if build.engine == "endpoint":
+        return build.manifest()
+    reason = host.unavailable_reason(build)
+    if reason:
+        raise BuildError(f"build {build.name!r} cannot run on this host: {reason}")
+    return build.manifest(weights_hash=verify(build))
+
+
+@contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """Turn SIGTERM into SystemExit while serving, so the `finally` below runs (only where Python allows)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous not in (signal.SIG_DFL, None):
+        yield  # someone (the runner) already handles SIGTERM; the guard still covers a hard kill
+        return
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def serve(build: Build, run_dir: Path, *, port: int | None = None) -> Iterator[ServedBuild]:
+    """Serve `build` for the duration of the `with` block; the engine is stopped however the block ends.
+
+    Raises BuildError naming the build when its weights are missing or changed, it cannot run on this host,
+    or its server exits or does not answer in time (quoting the server log's last lines).
+    """
+    served = ServedBuild(build, Path(run_dir), _manifest(build), port)
+    with _sigterm_as_exit():
+        try:
+            served.start()
+            served.write_record()
+            yield served
+        finally:
+            served.stop()
+            if served.record_path.exists() or served._startup_s is not None:
+                _keep_usage(served)
+
+
+def _keep_usage(served: ServedBuild) -> None:
+    # The runner writes tok/s through write_record(usage); here only memory and restarts are refreshed.
+    try:
+        old = EngineRecord.model_validate_json(served.record_path.read_text())
+    except (OSError, ValueError):
+        old = None
+    record = served.record()
+    if old is not None:
+        record = record.model_copy(
+            update={
+                "decode_tok_s": old.decode_tok_s,
+                "prefill_tok_s": old.prefill_tok_s,
+                "requests": old.requests,
+            }
+        )
+    served.record_path.parent.mkdir(parents=True, exist_ok=True)
+    served.record_path.write_text(record.model_dump_json(indent=2) + "\n")
