@@ -206,14 +206,10 @@ def _phrase(m: MetricComparison, margin: float) -> str:
         return f"{words} non-inferior"
     if m.verdict is Verdict.REGRESSION:
         return f"{words} REGRESSION, {_signed(m.delta)}{interval}"
-    needed = (
-        f"; ~{m.episodes_needed} episodes needed to detect a drop of {margin:.2f}"
-        if m.episodes_needed
-        else ""
-    )
+    needed = f", ~{m.episodes_needed} episodes would detect {margin:.2f}" if m.episodes_needed else ""
     return (
-        f"{words} INCONCLUSIVE, {_signed(m.delta)}{interval}: a drop up to {m.drop_upper:.2f} "
-        f"cannot be ruled out with {m.pairs} pairs{needed}"
+        f"{words} INCONCLUSIVE, {_signed(m.delta)}{interval} "
+        f"(a drop up to {m.drop_upper:.2f} not ruled out by {m.pairs} pairs{needed})"
     )
 
 

@@ -18,6 +18,8 @@ from agent_eval.records import EngineRecord, EpisodeRecord
 EPISODES_FILE = "episodes.jsonl"
 ENGINES_DIR = "engines"
 RUN_MANIFEST = "run.json"
+# A crash mid-append can leave a zero-filled tail as well as a cut line.
+_BLANK = "\0 \r\t"
 
 
 @dataclass(frozen=True)
@@ -44,15 +46,15 @@ def read_episodes(run_dir: Path) -> list[EpisodeRecord]:
     path = run_dir / EPISODES_FILE
     if not path.is_file():
         raise RunStoreError(f"{run_dir} has no {EPISODES_FILE}: no episode has finished in this run yet")
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     episodes: list[EpisodeRecord] = []
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        if not line.strip(_BLANK):
             continue
         try:
             episodes.append(EpisodeRecord.model_validate_json(line))
         except ValidationError as e:
-            if number == len(lines):
+            if not any(rest.strip(_BLANK) for rest in lines[number:]):
                 break
             raise RunStoreError(
                 f"{path}:{number} is not a valid episode record ({e.error_count()} errors, first: "
@@ -99,8 +101,14 @@ def read_run_settings(run_dir: Path) -> RunSettings:
         raise RunStoreError(f"{path} should hold a JSON object")
     reference = _find(manifest, "reference")
     margin = _find(manifest, "margin")
-    if reference is not None and not isinstance(reference, str):
-        reference = None
+    if not isinstance(reference, str):
+        builds = manifest.get("builds")
+        flagged = (
+            [b.get("name") for b in builds if isinstance(b, dict) and b.get("reference") is True]
+            if isinstance(builds, list)
+            else []
+        )
+        reference = flagged[0] if len(flagged) == 1 and isinstance(flagged[0], str) else None
     try:
         margin_value = float(margin) if margin is not None else None
     except (TypeError, ValueError):

@@ -78,6 +78,7 @@ def score_episodes(
     reference: str | None = None,
     margin: float = DEFAULT_MARGIN,
     alpha: float = ALPHA,
+    notes: Sequence[str] = (),
 ) -> Scorecard:
     """The scorecard from every episode record of a run (all attempts; only the last of each seed counts)."""
     if not 0 < margin < 1:
@@ -108,7 +109,7 @@ def score_episodes(
     ]
     scores.sort(key=lambda s: (not s.reference, *bits_order(s.build, s.bits_per_weight)))
 
-    notes: list[str] = []
+    notes = list(notes)
     regression = None
     if reference is None:
         notes.append("no reference build (none given, none recorded): pass --reference NAME for verdicts")
@@ -143,11 +144,17 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
     episodes = read_episodes(run_dir)
     if not episodes:
         raise RunStoreError(f"{run_dir / 'episodes.jsonl'} has no finished episode yet: nothing to score")
-    chosen = resolve_reference(reference, settings.reference, episodes)
+    recorded, notes = settings.reference, []
+    if reference is None and recorded is not None and recorded not in {e.build for e in episodes}:
+        # A run still under way may not have reached its reference build yet: score what is there.
+        notes.append(f"run.json names {recorded!r} as the reference, but it has no episodes yet")
+        recorded = None
+    chosen = resolve_reference(reference, recorded, episodes)
     return score_episodes(
         episodes,
         read_engines(run_dir),
         run_id=settings.run_id,
         reference=chosen,
         margin=next((m for m in (margin, settings.margin) if m is not None), DEFAULT_MARGIN),
+        notes=notes,
     )

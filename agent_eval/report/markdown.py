@@ -1,0 +1,291 @@
+"""The scorecard as plain-text tables, written as scorecard.md beside scorecard.json in the run directory.
+
+The table builders here are shared with the terminal view, so both show the same numbers the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_eval.scoring.build_score import BuildScore, Rate
+from agent_eval.scoring.regression import METRIC_WORDS, MetricComparison
+from agent_eval.scoring.scorecard import Scorecard
+
+SCORECARD_JSON = "scorecard.json"
+SCORECARD_MD = "scorecard.md"
+MISSING = "–"
+
+
+@dataclass(frozen=True)
+class TextTable:
+    """A titled table of already formatted cells."""
+
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def number(value: float | int | None, places: int = 2) -> str:
+    return MISSING if value is None else f"{value:.{places}f}"
+
+
+def signed(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    # Rounding can leave "-0.00", which reads as a drop that is not there.
+    return "0.00" if abs(value) < 0.005 else f"{value:+.2f}".replace("-", "−")
+
+
+def p_value(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def rate_text(r: Rate) -> str:
+    """e.g. "0.80 [0.49, 0.94] 8/10"."""
+    if r.rate is None:
+        return f"{MISSING} 0/0"
+    return f"{r.rate:.2f} [{r.low:.2f}, {r.high:.2f}] {r.count}/{r.of}"
+
+
+def _name(b: BuildScore) -> str:
+    return f"{b.build} (reference)" if b.reference else b.build
+
+
+def rates_table(card: Scorecard) -> TextTable:
+    rows = tuple(
+        (
+            _name(b),
+            b.scheme or MISSING,
+            number(b.bits_per_weight, 1),
+            str(b.episodes),
+            rate_text(b.navigation),
+            rate_text(b.recognition),
+            rate_text(b.success),
+            number(b.pass_hat_1),
+            f"{number(b.pass_hat_k)} (k={b.pass_k})" if b.pass_k else MISSING,
+        )
+        for b in card.builds
+    )
+    headers = (
+        "build",
+        "scheme",
+        "bits",
+        "episodes",
+        "navigation",
+        "recognised | reached",
+        "success",
+        "pass^1",
+        "pass^k",
+    )
+    return TextTable("Rates (Wilson 95% intervals)", headers, rows)
+
+
+def outcomes_table(card: Scorecard) -> TextTable:
+    rows = tuple(
+        (
+            _name(b),
+            str(b.outcomes.success),
+            str(b.outcomes.undone),
+            str(b.outcomes.no_stop),
+            str(b.outcomes.premature_done),
+            str(b.outcomes.nav_fail),
+            str(b.infra_error_attempts),
+            str(b.unresolved_infra_errors),
+            number(b.mean_steps, 1),
+            f"{b.invalid_actions} ({number(b.invalid_action_rate, 3)}/step)",
+        )
+        for b in card.builds
+    )
+    headers = (
+        "build",
+        "success",
+        "undone",
+        "no_stop",
+        "premature_done",
+        "nav_fail",
+        "infra attempts",
+        "unscored (infra)",
+        "mean steps",
+        "invalid actions",
+    )
+    return TextTable("Outcomes", headers, rows)
+
+
+def cost_table(card: Scorecard) -> TextTable:
+    rows = []
+    for b in card.builds:
+        lat = b.latency_per_step
+        split = (
+            (MISSING,) * 6
+            if lat is None
+            else tuple(
+                number(v)
+                for v in (lat.observe_s, lat.model_s, lat.act_s, lat.check_s, lat.harness_s, lat.total_s)
+            )
+        )
+        engine = (
+            number(b.decode_tok_s, 1),
+            number(b.prefill_tok_s, 1),
+            number(b.peak_rss_mb, 0),
+            number(b.settled_rss_mb, 0),
+        )
+        rows.append((_name(b), *split, *engine))
+    headers = (
+        "build",
+        "observe s",
+        "model s",
+        "act s",
+        "check s",
+        "harness s",
+        "total s/step",
+        "decode tok/s",
+        "prefill tok/s",
+        "peak MB",
+        "settled MB",
+    )
+    return TextTable("Cost per step, engine speed and memory", headers, tuple(rows))
+
+
+def _comparison_row(build: str, bits: float | None, m: MetricComparison) -> tuple[str, ...]:
+    interval = f"[{signed(m.low)}, {signed(m.high)}]" if m.low is not None else MISSING
+    return (
+        build,
+        number(bits, 1),
+        METRIC_WORDS[m.metric],
+        str(m.pairs),
+        str(m.b),
+        str(m.c),
+        f"{signed(m.delta)} {interval}",
+        number(m.drop_upper),
+        p_value(m.p),
+        p_value(m.p_holm),
+        p_value(m.p_sign_flip),
+        number(m.flips),
+        m.verdict.value,
+        MISSING if m.episodes_needed is None else str(m.episodes_needed),
+    )
+
+
+def regression_table(card: Scorecard) -> TextTable | None:
+    reg = card.regression
+    if reg is None:
+        return None
+    rows = tuple(
+        _comparison_row(c.build, c.bits_per_weight, m) for c in reg.builds for m in (c.navigation, c.success)
+    )
+    headers = (
+        "build",
+        "bits",
+        "metric",
+        "pairs",
+        "b",
+        "c",
+        "Δ [95% CI]",
+        "drop ≤",
+        "p",
+        "p Holm",
+        "p sign-flip",
+        "flips",
+        "verdict",
+        "N needed",
+    )
+    title = f"Regression against {reg.reference} (margin δ = {reg.margin:.2f}, α = {reg.alpha:.2f})"
+    return TextTable(title, headers, rows)
+
+
+def per_task_table(card: Scorecard) -> TextTable:
+    """Tasks down, builds across: navigation and success counts of each."""
+    tasks = sorted({t.task_id for b in card.builds for t in b.per_task})
+    rows = []
+    for task in tasks:
+        cells = [task]
+        for b in card.builds:
+            score = next((t for t in b.per_task if t.task_id == task), None)
+            cells.append(
+                MISSING
+                if score is None
+                else f"{score.navigation.count}/{score.episodes} · {score.success.count}/{score.episodes}"
+            )
+        rows.append(tuple(cells))
+    headers = ("task", *(b.build for b in card.builds))
+    return TextTable("Per task: reached · success, of scored episodes", headers, tuple(rows))
+
+
+def drill_down_table(card: Scorecard) -> TextTable | None:
+    reg = card.regression
+    if reg is None:
+        return None
+    rows = tuple(
+        (
+            c.build,
+            t.task_id,
+            METRIC_WORDS[t.metric],
+            str(t.pairs),
+            str(t.b),
+            str(t.c),
+            signed(t.delta),
+            p_value(t.p),
+            p_value(t.p_bh),
+        )
+        for c in reg.builds
+        for t in c.per_task
+    )
+    headers = ("build", "task", "metric", "pairs", "b", "c", "Δ", "p", "p BH")
+    return TextTable("Drill-down by task (exploratory; Benjamini–Hochberg)", headers, rows)
+
+
+def sentences(card: Scorecard) -> list[str]:
+    return [c.sentence for c in card.regression.builds] if card.regression else []
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown_table(table: TextTable) -> str:
+    lines = [f"## {table.title}", "", "| " + " | ".join(_cell(h) for h in table.headers) + " |"]
+    lines.append("|" + "|".join("---" for _ in table.headers) + "|")
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows]
+    return "\n".join(lines)
+
+
+def render_markdown(card: Scorecard) -> str:
+    """scorecard.md: the verdicts first, then every table of the scorecard."""
+    parts = [f"# Scorecard: run {card.run_id}", ""]
+    said = sentences(card)
+    if said:
+        parts += ["## Verdicts", "", *(f"- {s}" for s in said), ""]
+    parts += [f"- {n}" for n in card.notes]
+    tables = [
+        rates_table(card),
+        outcomes_table(card),
+        cost_table(card),
+        regression_table(card),
+        per_task_table(card),
+        drill_down_table(card),
+    ]
+    parts += [markdown_table(t) + "\n" for t in tables if t is not None]
+    parts.append(
+        "REGRESSION: Holm-adjusted exact McNemar p < α. NON-INFERIOR: the one-sided 95% upper bound of "
+        "the drop is below δ. INCONCLUSIVE: neither; the data cannot decide, which is not no regression."
+    )
+    return "\n".join(parts) + "\n"
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    # A reader (the report server, a second `report`) never sees half a file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_scorecard(run_dir: Path, card: Scorecard) -> tuple[Path, Path]:
+    """Write scorecard.json and scorecard.md into the run directory; return their paths."""
+    json_path, md_path = run_dir / SCORECARD_JSON, run_dir / SCORECARD_MD
+    _write_atomically(json_path, card.model_dump_json(indent=2) + "\n")
+    _write_atomically(md_path, render_markdown(card))
+    return json_path, md_path

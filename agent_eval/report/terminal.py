@@ -1,0 +1,78 @@
+"""The scorecard in the terminal: verdict sentences, then rich tables of rates, outcomes, cost and regression.
+
+The same tables as scorecard.md (built in markdown.py), so the terminal and the file never disagree.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from agent_eval.report.markdown import (
+    TextTable,
+    cost_table,
+    drill_down_table,
+    outcomes_table,
+    per_task_table,
+    rates_table,
+    regression_table,
+)
+from agent_eval.scoring.scorecard import Scorecard
+from agent_eval.scoring.stats import Verdict
+
+NUMERIC_STARTS = frozenset("0123456789+−-–")
+VERDICT_STYLE = {
+    Verdict.REGRESSION.value: "bold red",
+    Verdict.NON_INFERIOR.value: "green",
+    Verdict.INCONCLUSIVE.value: "yellow",
+}
+
+
+def _numeric(cell: str) -> bool:
+    return cell[:1] in NUMERIC_STARTS
+
+
+def rich_table(table: TextTable) -> Table:
+    """Numbers right-aligned so their decimals line up; names and verdicts left-aligned."""
+    out = Table(title=table.title, title_justify="left", header_style="bold")
+    for i, header in enumerate(table.headers):
+        numeric = i > 0 and all(_numeric(row[i]) for row in table.rows)
+        out.add_column(header, justify="right" if numeric else "left", no_wrap=i == 0)
+    for row in table.rows:
+        out.add_row(*(Text(cell, style=VERDICT_STYLE.get(cell, "")) for cell in row))
+    return out
+
+
+def _styled_sentence(sentence: str) -> Text:
+    text = Text(sentence)
+    for word, style in VERDICT_STYLE.items():
+        text.highlight_words([word], style=style)
+    text.highlight_words(["non-inferior"], style="green")
+    return text
+
+
+def render(card: Scorecard, console: Console, *, drill_down: bool = False) -> None:
+    """Print the scorecard: verdicts and notes first (what most readers want), then the tables."""
+    reference = card.reference or "none"
+    console.print(
+        Text(f"Run {card.run_id}: reference {reference}, margin δ = {card.margin:.2f}", style="bold")
+    )
+    if card.regression:
+        for comparison in card.regression.builds:
+            console.print(_styled_sentence(comparison.sentence))
+    for note in card.notes:
+        console.print(Text(f"note: {note}", style="dim"))
+    tables = [
+        rates_table(card),
+        outcomes_table(card),
+        cost_table(card),
+        regression_table(card),
+        per_task_table(card),
+    ]
+    if drill_down:
+        tables.append(drill_down_table(card))
+    for table in tables:
+        if table is not None:
+            console.print()
+            console.print(rich_table(table))
