@@ -1,0 +1,11 @@
+"""Builds: the model variants a run compares (schema, prepare, engine launchers) and where they answer.
+
+Public API: load_builds, Build, BuildSet, prepare, serve, ServedBuild, unavailable_reason.
+"""
+
+from agent_eval.builds.host import unavailable_reason
+from agent_eval.builds.launcher import ServedBuild, serve
+from agent_eval.builds.prepare import prepare
+from agent_eval.builds.spec import Build, BuildSet, load_builds
+
+__all__ = ["Build", "BuildSet", "ServedBuild", "load_builds", "prepare", "serve", "unavailable_reason"]

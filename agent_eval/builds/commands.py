@@ -60,7 +60,7 @@ def prepare_builds(file: Path | None, only: tuple[str, ...], force: bool) -> Non
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/serve"))
 def serve_build(name: str, file: Path | None, port: int | None, run_dir: Path) -> None:
     """Serve one build until Ctrl-C, printing its endpoint (for trying a build by hand)."""
-    from agent_eval.builds.serve import serve
+    from agent_eval.builds.launcher import serve
 
     build = load_builds(file).get(name)
     with serve(build, run_dir, port=port) as served:
