@@ -26,6 +26,7 @@ def _register() -> None:
     from agent_eval.runner.validate import validate_command; cli.add_command(validate_command)  # noqa: E702, I001
     from agent_eval.runner.run_cli import run_command; cli.add_command(run_command)  # noqa: E702, I001
     from agent_eval.report.cli import report_command; cli.add_command(report_command)  # noqa: E702, I001
+    from agent_eval.virtual_device.cli import device; cli.add_command(device)  # noqa: E702, I001
     pass
 
 

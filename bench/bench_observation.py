@@ -42,8 +42,10 @@ def main() -> None:
             assert png[:8] == b"\x89PNG\r\n\x1a\n" and xml.startswith("<?xml")
         q = statistics.quantiles(times, n=20)
         kind = "changing screen" if args.changing else "static screen"
-        print(f"observation ({kind}, 1080x2400, n={args.n}): p50 {statistics.median(times):.1f} ms, "
-              f"p95 {q[18]:.1f} ms, max {max(times):.1f} ms")
+        print(
+            f"observation ({kind}, 1080x2400, n={args.n}): p50 {statistics.median(times):.1f} ms, "
+            f"p95 {q[18]:.1f} ms, max {max(times):.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,16 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         faults = faults_per_phone(load_fault_configs(args.faults) if args.faults else None, args.count)
-        serve(args.count, args.base_port, args.size, faults, args.fault_log, args.auth, args.watch_stdin,
-              write_pid=not args.no_pid_file)
+        serve(
+            args.count,
+            args.base_port,
+            args.size,
+            faults,
+            args.fault_log,
+            args.auth,
+            args.watch_stdin,
+            write_pid=not args.no_pid_file,
+        )
     except AgentEvalError as e:
         print(f"agent-eval: error: {e}", file=sys.stderr)
         return 2

@@ -64,10 +64,12 @@ class Console:
         if authed:
             say("Android Console: type 'help' for a list of commands\r\nOK\r\n")
         else:
-            say("Android Console: Authentication required\r\n"
+            say(
+                "Android Console: Authentication required\r\n"
                 "Android Console: type 'auth <auth_token>' to authenticate\r\n"
                 "Android Console: you can find your <auth_token> in \r\n"
-                f"'{token_path()}'\r\nOK\r\n")
+                f"'{token_path()}'\r\nOK\r\n"
+            )
         try:
             while True:
                 await writer.drain()
@@ -81,7 +83,7 @@ class Console:
                 if cmd in ("quit", "exit"):
                     break
                 if cmd == "auth":
-                    if len(words) > 1 and words[1] == token or not token:
+                    if (len(words) > 1 and words[1] == token) or not token:
                         authed = True
                         say("Android Console: type 'help' for a list of commands\r\nOK\r\n")
                     else:
@@ -129,8 +131,10 @@ class Console:
         verb, name = args[1], args[2] if len(args) > 2 else ""
         phone = self.phone
         if verb == "list":
-            lines = ["List of snapshots present on all disks:", "ID        TAG                 VM SIZE"
-                     "                DATE       VM CLOCK"]
+            lines = [
+                "List of snapshots present on all disks:",
+                "ID        TAG                 VM SIZE                DATE       VM CLOCK",
+            ]
             for snap in phone.snapshots.values():
                 date = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snap.created))
                 lines.append(f"--        {snap.name:<20}    1M {date}   00:00:00.000")

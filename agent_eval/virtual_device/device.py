@@ -1,4 +1,4 @@
-"""One running phone: its adbd listener on port P, its console on P-1, and its registration with the adb server.
+"""One running phone: its adbd listener on port P, its console on P-1, its registration with the adb server.
 
 If the adb server loses the phone (restart, dropped transport), the phone announces itself again.
 """
@@ -46,8 +46,15 @@ async def announce(adb_port: int) -> bool:
 
 
 class VirtualDevice:
-    def __init__(self, adb_port: int, size: tuple[int, int], executor: Executor, faults: FaultConfig | None = None,
-                 fault_log: FaultLog | None = None, auth: bool = False) -> None:
+    def __init__(
+        self,
+        adb_port: int,
+        size: tuple[int, int],
+        executor: Executor,
+        faults: FaultConfig | None = None,
+        fault_log: FaultLog | None = None,
+        auth: bool = False,
+    ) -> None:
         if adb_port % 2 != 1:
             raise DeviceError(f"adb port {adb_port} must be odd (the console takes the even port below it)")
         self.adb_port = adb_port
@@ -66,7 +73,9 @@ class VirtualDevice:
     async def start(self) -> None:
         try:
             self._servers.append(await asyncio.start_server(self._on_adb, "127.0.0.1", self.adb_port))
-            self._servers.append(await asyncio.start_server(self.console.handle, "127.0.0.1", self.adb_port - 1))
+            self._servers.append(
+                await asyncio.start_server(self.console.handle, "127.0.0.1", self.adb_port - 1)
+            )
         except OSError as e:
             for s in self._servers:
                 s.close()

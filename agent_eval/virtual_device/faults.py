@@ -1,6 +1,6 @@
 """Fault injection for a virtual phone: what can go wrong (off by default), the RNG, and the fault log.
 
-Every injected fault is appended to the log as one JSON line, so a run can tell infra faults from agent failures.
+Every injected fault is appended to the log as a JSON line, so runs can tell infra faults from agent failures.
 """
 
 from __future__ import annotations
@@ -22,10 +22,14 @@ class FaultConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    dump_fail_rate: float = Field(0.0, ge=0.0, le=1.0, description="share of `uiautomator dump` calls that fail")
+    dump_fail_rate: float = Field(
+        0.0, ge=0.0, le=1.0, description="share of `uiautomator dump` calls that fail"
+    )
     added_latency_s: float = Field(0.0, ge=0.0, description="seconds added before each matching command")
     latency_commands: list[str] | None = Field(None, description="programs that get the latency (None: all)")
-    drop_transport_after: int | None = Field(None, ge=1, description="drop the TCP transport after K commands")
+    drop_transport_after: int | None = Field(
+        None, ge=1, description="drop the TCP transport after K commands"
+    )
     restless_screen: bool = Field(False, description="an animation changes every frame and every dump")
     seed: int = Field(0, description="seed of the fault RNG")
 

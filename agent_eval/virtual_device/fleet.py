@@ -1,6 +1,6 @@
 """Starting phones from Python: `start_fleet` spawns the phone process and waits until adb lists every phone.
 
-The phones run in a child process, so the caller does not carry their CPU load; the child dies with its parent.
+The phones run in a child process, so the caller does not carry their CPU load; it dies with its parent.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from agent_eval.virtual_device.faults import FaultConfig
 class Fleet:
     """Phones running in a child process; `serials` are online in the adb server. Stop it (or use `with`)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], serials: list[str], base_port: int,
-                 log_path: Path | None) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], serials: list[str], base_port: int, log_path: Path | None
+    ) -> None:
         self.process = process
         self.serials = serials
         self.base_port = base_port
@@ -53,8 +54,9 @@ class Fleet:
     def __enter__(self) -> Fleet:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def __del__(self) -> None:
@@ -71,15 +73,33 @@ def _write_faults(faults: FaultConfig | list[FaultConfig], directory: Path) -> P
     return path
 
 
-def start_fleet(count: int = 1, base_port: int = 5554, faults: FaultConfig | list[FaultConfig] | None = None,
-                size: tuple[int, int] = (1080, 2400), log_dir: Path | None = None, fault_log: Path | None = None,
-                auth: bool = False, timeout: float = 30.0) -> Fleet:
-    """Starts `count` phones (emulator-BASE, emulator-BASE+2, ...) and returns once adb lists each as `device`."""
+def start_fleet(
+    count: int = 1,
+    base_port: int = 5554,
+    faults: FaultConfig | list[FaultConfig] | None = None,
+    size: tuple[int, int] = (1080, 2400),
+    log_dir: Path | None = None,
+    fault_log: Path | None = None,
+    auth: bool = False,
+    timeout: float = 30.0,
+) -> Fleet:
+    """Starts `count` phones (emulator-BASE, emulator-BASE+2, ...); returns once adb lists them as `device`."""
     workdir = log_dir or Path(tempfile.mkdtemp(prefix="agent-eval-fleet-"))
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"fleet-{base_port}.log"
-    cmd = [sys.executable, "-m", "agent_eval.virtual_device", "--count", str(count), "--base-port", str(base_port),
-           "--size", f"{size[0]}x{size[1]}", "--watch-stdin", "--no-pid-file"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agent_eval.virtual_device",
+        "--count",
+        str(count),
+        "--base-port",
+        str(base_port),
+        "--size",
+        f"{size[0]}x{size[1]}",
+        "--watch-stdin",
+        "--no-pid-file",
+    ]
     if faults is not None:
         cmd += ["--faults", str(_write_faults(faults, workdir))]
     if fault_log is not None:

@@ -6,41 +6,50 @@ Thread-safe: shell commands run on worker threads; a lock guards the state, rend
 from __future__ import annotations
 
 import copy
-import posixpath
 import threading
 from dataclasses import dataclass, replace
 
 from agent_eval.virtual_device.apps import Catalog, Row, load_catalog
 from agent_eval.virtual_device.faults import FaultInjector
+from agent_eval.virtual_device.layout import layout
 from agent_eval.virtual_device.render import encode_png, render
 from agent_eval.virtual_device.state import Dialog, Frame, PhoneState
+from agent_eval.virtual_device.storage import Storage
 from agent_eval.virtual_device.uiautomator import dump_xml
-from agent_eval.virtual_device.views import Layout, Metrics, Tap, View, hit, layout, switch_checked
+from agent_eval.virtual_device.views import Layout, Metrics, Tap, View, contains, hit, switch_checked
 
 SDK = 34
 KEYCODES = {
-    "HOME": 3, "BACK": 4, "DPAD_UP": 19, "DPAD_DOWN": 20, "DPAD_LEFT": 21, "DPAD_RIGHT": 22,
-    "DPAD_CENTER": 23, "POWER": 26, "TAB": 61, "SPACE": 62, "ENTER": 66, "DEL": 67, "MENU": 82,
-    "SEARCH": 84, "ESCAPE": 111, "FORWARD_DEL": 112, "MOVE_END": 123, "APP_SWITCH": 187, "WAKEUP": 224,
-    "VOLUME_UP": 24, "VOLUME_DOWN": 25, "CAMERA": 27, "NOTIFICATION": 83, "SLEEP": 223,
+    "HOME": 3,
+    "BACK": 4,
+    "DPAD_UP": 19,
+    "DPAD_DOWN": 20,
+    "DPAD_LEFT": 21,
+    "DPAD_RIGHT": 22,
+    "DPAD_CENTER": 23,
+    "POWER": 26,
+    "TAB": 61,
+    "SPACE": 62,
+    "ENTER": 66,
+    "DEL": 67,
+    "MENU": 82,
+    "SEARCH": 84,
+    "ESCAPE": 111,
+    "FORWARD_DEL": 112,
+    "MOVE_END": 123,
+    "APP_SWITCH": 187,
+    "WAKEUP": 224,
+    "VOLUME_UP": 24,
+    "VOLUME_DOWN": 25,
+    "CAMERA": 27,
+    "NOTIFICATION": 83,
+    "SLEEP": 223,
 }
 KEYCODES |= {chr(c): 29 + c - ord("A") for c in range(ord("A"), ord("Z") + 1)}
 KEYCODES |= {str(d): 7 + d for d in range(10)}
 KEYCODES |= {"PERIOD": 56, "COMMA": 55, "MINUS": 69, "AT": 77}
 _KEY_CHARS = {56: ".", 55: ",", 69: "-", 77: "@", 62: " "} | {29 + i: chr(ord("a") + i) for i in range(26)}
 _KEY_CHARS |= {7 + d: str(d) for d in range(10)}
-
-
-class PhoneError(Exception):
-    """A request the phone refuses, with the message Android would print."""
-
-
-def normpath(path: str) -> str:
-    p = posixpath.normpath("/" + path.lstrip("/")) if path else "/"
-    for alias in ("/storage/emulated/0", "/storage/self/primary", "/mnt/sdcard"):
-        if p == alias or p.startswith(alias + "/"):
-            p = "/sdcard" + p[len(alias) :]
-    return p
 
 
 @dataclass(frozen=True)
@@ -51,13 +60,19 @@ class Snapshot:
 
 
 class Phone:
-    def __init__(self, serial: str, size: tuple[int, int] = (1080, 2400), faults: FaultInjector | None = None,
-                 catalog: Catalog | None = None) -> None:
+    def __init__(
+        self,
+        serial: str,
+        size: tuple[int, int] = (1080, 2400),
+        faults: FaultInjector | None = None,
+        catalog: Catalog | None = None,
+    ) -> None:
         self.serial = serial
         self.catalog = catalog or load_catalog()
         self.default_size = size
         self.state = PhoneState.fresh(self.catalog, size)
         self.faults = faults or FaultInjector(serial)
+        self.storage = Storage(self)
         self.snapshots: dict[str, Snapshot] = {}
         self.lock = threading.RLock()
         self.version = 0  # bumped on every change; keys the frame cache
@@ -83,8 +98,12 @@ class Phone:
 
     def _frame_state(self) -> PhoneState:
         # What the painter reads, copied so that rendering can run outside the state lock.
-        return replace(self.state, settings=copy.deepcopy(self.state.settings),
-                       tasks={k: list(v) for k, v in self.state.tasks.items()}, files={})
+        return replace(
+            self.state,
+            settings=copy.deepcopy(self.state.settings),
+            tasks={k: list(v) for k, v in self.state.tasks.items()},
+            files={},
+        )
 
     def screenshot_png(self) -> bytes:
         with self._render_lock:
@@ -105,8 +124,9 @@ class Phone:
         if self.faults.config.restless_screen:
             return
         if self._prerender_thread is None:
-            self._prerender_thread = threading.Thread(target=self._prerender_loop, name=f"render-{self.serial}",
-                                                      daemon=True)
+            self._prerender_thread = threading.Thread(
+                target=self._prerender_loop, name=f"render-{self.serial}", daemon=True
+            )
             self._prerender_thread.start()
         self._prerender_wanted.set()
 
@@ -224,14 +244,12 @@ class Phone:
                 kb = Metrics(st).keyboard_rect()
                 if kb[1] <= y < kb[3]:
                     for key in lay.keyboard:
-                        l, t, r, b = key.rect
-                        if l <= x < r and t <= y < b:
+                        if contains(key.rect, x, y):
                             self._press_key(key.char)
                     return
             if lay.dialog is not None:
                 target = hit(lay.dialog, x, y)
-                l, t, r, b = lay.dialog.bounds
-                if target is None and not (l <= x < r and t <= y < b):
+                if target is None and not contains(lay.dialog.bounds, x, y):
                     self._close_transient()
                     self.changed()
                     return
@@ -276,8 +294,8 @@ class Phone:
         elif kind == "slider":
             row = self._row(int(arg))
             assert row.bind is not None
-            l, _, r, _ = view.rect
-            frac = min(1.0, max(0.0, (x - l) / max(1, r - l)))
+            x0, _, x1, _ = view.rect
+            frac = min(1.0, max(0.0, (x - x0) / max(1, x1 - x0)))
             st.put(row.bind.namespace, row.bind.key, str(round(row.min + frac * (row.max - row.min))))
         self.changed()
 
@@ -333,10 +351,9 @@ class Phone:
             lst = lay.list_view
             if lst is None or not lst.scrollable:
                 return
-            l, t, r, b = lst.bounds
-            if not (l <= x1 < r and t <= y1 < b):
+            if not contains(lst.bounds, x1, y1):
                 return
-            view_h = b - t
+            view_h = lst.bounds[3] - lst.bounds[1]
             frame = self.state.top
             frame.scroll = max(0, min(frame.scroll + (y1 - y2), lay.content_height - view_h))
             self.changed()
@@ -371,57 +388,6 @@ class Phone:
         with self.lock:
             self.state.density = density or 420
             self.changed()
-
-    # ---- files ------------------------------------------------------------------------------------------
-    def writable(self, path: str) -> bool:
-        p = normpath(path)
-        return p.startswith("/sdcard/") or p.startswith("/data/local/tmp/")
-
-    def read_file(self, path: str) -> bytes | None:
-        with self.lock:
-            return self.state.files.get(normpath(path))
-
-    def write_file(self, path: str, data: bytes, append: bool = False) -> None:
-        p = normpath(path)
-        if p == "/dev/null":
-            return
-        with self.lock:
-            if not self.writable(p):
-                raise PhoneError(f"{p}: Read-only file system")
-            if p in self.state.dirs:
-                raise PhoneError(f"{p}: Is a directory")
-            parent = posixpath.dirname(p)
-            if parent not in self.state.dirs:
-                raise PhoneError(f"{p}: No such file or directory")
-            old = self.state.files.get(p, b"") if append else b""
-            self.state.files[p] = old + data
-
-    def make_dirs(self, path: str) -> None:
-        p = normpath(path)
-        with self.lock:
-            if not self.writable(p + "/"):
-                raise PhoneError(f"{p}: Read-only file system")
-            while p not in self.state.dirs:
-                self.state.dirs.add(p)
-                p = posixpath.dirname(p)
-
-    def remove(self, path: str) -> bool:
-        p = normpath(path)
-        with self.lock:
-            if p in self.state.files:
-                del self.state.files[p]
-                return True
-            return False
-
-    def is_dir(self, path: str) -> bool:
-        return normpath(path) in self.state.dirs
-
-    def listdir(self, path: str) -> list[str]:
-        p = normpath(path)
-        with self.lock:
-            names = {posixpath.basename(f) for f in (*self.state.files, *self.state.dirs)
-                     if posixpath.dirname(f) == p and f != p}
-        return sorted(names)
 
     # ---- snapshots -----------------------------------------------------------------------------------
     def save_snapshot(self, name: str, now: float) -> None:

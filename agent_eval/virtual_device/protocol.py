@@ -43,7 +43,9 @@ class Message:
     data: bytes
 
     def __str__(self) -> str:
-        return f"{NAMES.get(self.command, hex(self.command))}({self.arg0:#x}, {self.arg1:#x}, {len(self.data)}B)"
+        return (
+            f"{NAMES.get(self.command, hex(self.command))}({self.arg0:#x}, {self.arg1:#x}, {len(self.data)}B)"
+        )
 
 
 def pack(command: int, arg0: int, arg1: int, data: bytes = b"", checksum: bool = False) -> bytes:
@@ -64,7 +66,8 @@ def parse_header(raw: bytes, max_payload: int) -> tuple[int, int, int, int]:
 
 
 def banner(name: str, model: str, device: str) -> bytes:
-    return f"device::ro.product.name={name};ro.product.model={model};ro.product.device={device};features={FEATURES}".encode()
+    props = f"ro.product.name={name};ro.product.model={model};ro.product.device={device}"
+    return f"device::{props};features={FEATURES}".encode()
 
 
 # ASN.1 DigestInfo prefix for SHA-1: adb signs its 20-byte token as if it were a SHA-1 digest.

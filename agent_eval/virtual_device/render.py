@@ -59,12 +59,12 @@ class Painter:
         return font(max(6, self.m.dp(v)))
 
     def text(self, v: View, size: float, color: str, anchor: str = "lm") -> None:
-        l, t, r, b = v.rect
+        x0, y0, _, y1 = v.rect
         fill = color if v.enabled else self.p.disabled
         if anchor == "mm":
             self.d.text(_center(v.rect), v.text, font=self.sp(size), fill=fill, anchor="mm")
         else:
-            self.d.text((l, (t + b) // 2), v.text, font=self.sp(size), fill=fill, anchor="lm")
+            self.d.text((x0, (y0 + y1) // 2), v.text, font=self.sp(size), fill=fill, anchor="lm")
 
     def view(self, v: View) -> None:
         p, d, dp = self.p, self.d, self.m.dp
@@ -115,7 +115,9 @@ class Painter:
             cy = (r[1] + r[3]) // 2
             x = r[0] + round(v.value * (r[2] - r[0]))
             d.rounded_rectangle((r[0], cy - dp(6), r[2], cy + dp(6)), radius=dp(6), fill=p.track_off)
-            d.rounded_rectangle((r[0], cy - dp(6), max(x, r[0] + dp(12)), cy + dp(6)), radius=dp(6), fill=p.accent)
+            d.rounded_rectangle(
+                (r[0], cy - dp(6), max(x, r[0] + dp(12)), cy + dp(6)), radius=dp(6), fill=p.accent
+            )
             d.ellipse((x - dp(10), cy - dp(10), x + dp(10), cy + dp(10)), fill=p.accent)
         elif k == "progress":
             w = r[2] - r[0]
@@ -128,8 +130,11 @@ class Painter:
             self.text(v, 22, p.text)
         elif k == "radio":
             cx, cy = r[0] + dp(40), (r[1] + r[3]) // 2
-            d.ellipse((cx - dp(10), cy - dp(10), cx + dp(10), cy + dp(10)), outline=p.accent if v.checked
-                      else p.subtext, width=dp(2))
+            d.ellipse(
+                (cx - dp(10), cy - dp(10), cx + dp(10), cy + dp(10)),
+                outline=p.accent if v.checked else p.subtext,
+                width=dp(2),
+            )
             if v.checked:
                 d.ellipse((cx - dp(5), cy - dp(5), cx + dp(5), cy + dp(5)), fill=p.accent)
             d.text((r[0] + dp(72), cy), v.text, font=self.sp(16), fill=p.text, anchor="lm")
@@ -137,7 +142,11 @@ class Painter:
             d.line((r[0], r[3] - dp(2), r[2], r[3] - dp(2)), fill=p.accent, width=dp(2))
             self.text(v, 18, p.text)
             tw = int(self.d.textlength(v.text, font=self.sp(18)))
-            d.line((r[0] + tw + dp(2), r[1] + dp(12), r[0] + tw + dp(2), r[3] - dp(12)), fill=p.accent, width=dp(2))
+            d.line(
+                (r[0] + tw + dp(2), r[1] + dp(12), r[0] + tw + dp(2), r[3] - dp(12)),
+                fill=p.accent,
+                width=dp(2),
+            )
         elif k == "button":
             self.text(v, 15, p.accent, anchor="mm")
         for c in v.children:
@@ -156,7 +165,9 @@ class Painter:
 
     def status_bar(self, rect: tuple[int, int, int, int]) -> None:
         p, d, dp, st = self.p, self.d, self.m.dp, self.state
-        d.rectangle(rect, fill=p.bg if st.foreground != "com.google.android.apps.nexuslauncher" else "#3d5a80")
+        d.rectangle(
+            rect, fill=p.bg if st.foreground != "com.google.android.apps.nexuslauncher" else "#3d5a80"
+        )
         fg = p.text if st.foreground != "com.google.android.apps.nexuslauncher" else "#ffffff"
         cy = (rect[1] + rect[3]) // 2
         d.text((dp(24), cy), "12:00", font=self.sp(15), fill=fg, anchor="lm")
@@ -197,10 +208,15 @@ def render(layout: Layout, state: PhoneState) -> Image.Image:
     pt.view(layout.window)
     pt.status_bar(layout.status_bar)
     nav = layout.nav_bar
-    pt.d.rectangle(nav, fill=pt.p.bg if state.foreground != "com.google.android.apps.nexuslauncher" else "#3d5a80")
+    pt.d.rectangle(
+        nav, fill=pt.p.bg if state.foreground != "com.google.android.apps.nexuslauncher" else "#3d5a80"
+    )
     cx, cy = _center(nav)
-    pt.d.rounded_rectangle((cx - pt.m.dp(54), cy - pt.m.dp(2), cx + pt.m.dp(54), cy + pt.m.dp(2)), radius=pt.m.dp(2),
-                           fill=pt.p.subtext)
+    pt.d.rounded_rectangle(
+        (cx - pt.m.dp(54), cy - pt.m.dp(2), cx + pt.m.dp(54), cy + pt.m.dp(2)),
+        radius=pt.m.dp(2),
+        fill=pt.p.subtext,
+    )
     if layout.dialog is not None:
         pt.img = Image.blend(pt.img, Image.new("RGB", pt.img.size, "#000000"), 0.4)
         pt.d = ImageDraw.Draw(pt.img)

@@ -42,7 +42,9 @@ def ensure_adb_server() -> None:
     try:
         subprocess.run([adb, "start-server"], check=True, capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as e:
-        raise DeviceError(f"cannot start the adb server with {adb}: {e}; start it with `adb start-server`") from e
+        raise DeviceError(
+            f"cannot start the adb server with {adb}: {e}; start it with `adb start-server`"
+        ) from e
 
 
 def faults_per_phone(faults: FaultConfig | list[FaultConfig] | None, count: int) -> list[FaultConfig]:
@@ -57,16 +59,25 @@ def faults_per_phone(faults: FaultConfig | list[FaultConfig] | None, count: int)
     return list(faults)
 
 
-async def run_fleet(count: int, base_port: int, size: tuple[int, int], faults: list[FaultConfig],
-                    fault_log: Path | None, auth: bool, on_ready: Callable[[list[str]], None],
-                    stop: asyncio.Event) -> None:
+async def run_fleet(
+    count: int,
+    base_port: int,
+    size: tuple[int, int],
+    faults: list[FaultConfig],
+    fault_log: Path | None,
+    auth: bool,
+    on_ready: Callable[[list[str]], None],
+    stop: asyncio.Event,
+) -> None:
     """Runs `count` phones on port pairs from `base_port` until `stop` is set or every phone was killed."""
     if base_port % 2:
         raise DeviceError(f"--base-port {base_port} must be even (console port; adb uses the odd port above)")
     ensure_adb_server()
     executor = ThreadPoolExecutor(max_workers=max(4, 2 * count), thread_name_prefix="phone")
     flog = FaultLog(fault_log)
-    devices = [VirtualDevice(base_port + 2 * i + 1, size, executor, faults[i], flog, auth) for i in range(count)]
+    devices = [
+        VirtualDevice(base_port + 2 * i + 1, size, executor, faults[i], flog, auth) for i in range(count)
+    ]
     started: list[VirtualDevice] = []
     try:
         for d in devices:
@@ -75,11 +86,15 @@ async def run_fleet(count: int, base_port: int, size: tuple[int, int], faults: l
         for d in devices:
             await announce(d.adb_port)
         on_ready([d.serial for d in devices])
-        all_killed = asyncio.ensure_future(asyncio.gather(*(d.stopped.wait() for d in devices)))
-        stop_wait = asyncio.ensure_future(stop.wait())
-        await asyncio.wait({all_killed, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-        all_killed.cancel()
-        stop_wait.cancel()
+
+        async def all_killed() -> None:
+            for d in devices:
+                await d.stopped.wait()
+
+        waits = [asyncio.ensure_future(all_killed()), asyncio.ensure_future(stop.wait())]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
     finally:
         for d in started:
             await d.stop()
@@ -93,8 +108,16 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def serve(count: int, base_port: int, size: tuple[int, int], faults: list[FaultConfig], fault_log: Path | None,
-          auth: bool = False, watch_stdin: bool = False, write_pid: bool = True) -> None:
+def serve(
+    count: int,
+    base_port: int,
+    size: tuple[int, int],
+    faults: list[FaultConfig],
+    fault_log: Path | None,
+    auth: bool = False,
+    watch_stdin: bool = False,
+    write_pid: bool = True,
+) -> None:
     """Runs a fleet in the foreground; returns after SIGINT/SIGTERM (or stdin EOF when `watch_stdin`)."""
 
     async def main() -> None:
@@ -134,8 +157,11 @@ def serve(count: int, base_port: int, size: tuple[int, int], faults: list[FaultC
 def stop_fleets(base_port: int | None = None) -> list[int]:
     """Sends SIGTERM to the fleets started by `agent-eval device start` (all, or the one on `base_port`)."""
     runtime = pid_file(0).parent
-    files = [pid_file(base_port)] if base_port is not None else sorted(
-        runtime.glob(f"agent-eval-devices-{os.getuid()}-*.pid"))
+    files = (
+        [pid_file(base_port)]
+        if base_port is not None
+        else sorted(runtime.glob(f"agent-eval-devices-{os.getuid()}-*.pid"))
+    )
     stopped = []
     for f in files:
         try:

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING
 
-from agent_eval.virtual_device import android  # noqa: F401  (registers the Android commands)
-from agent_eval.virtual_device.phone import Phone, PhoneError
+from agent_eval.virtual_device import android, builtins, system_commands  # noqa: F401  (register commands)
+from agent_eval.virtual_device.phone import Phone
 from agent_eval.virtual_device.shell import Output, Shell, program_names
+from agent_eval.virtual_device.storage import PhoneError
 from agent_eval.virtual_device.transport import Service, Stream
 
 if TYPE_CHECKING:
@@ -127,7 +128,9 @@ class Services:
                     text = line.decode("utf-8", "replace").strip()
                     line.clear()
                     if text in ("exit", "logout") or text.startswith("exit "):
-                        code = int(text.split()[1]) if len(text.split()) > 1 and text.split()[1].isdigit() else 0
+                        code = (
+                            int(text.split()[1]) if len(text.split()) > 1 and text.split()[1].isdigit() else 0
+                        )
                         if v2:
                             await stream.write(_v2(3, bytes([code & 0xFF])))
                         return
@@ -166,17 +169,24 @@ class Services:
                 await stream.write(b"STAT" + struct.pack("<3I", *self._stat(arg)))
             elif ident == b"LIST":
                 out = bytearray()
-                if phone.is_dir(arg):
-                    for name in [".", "..", *phone.listdir(arg)]:
-                        mode, size, mtime = self._stat(posixpath.join(arg, name)) if name not in (".", "..") \
+                if phone.storage.is_dir(arg):
+                    for name in [".", "..", *phone.storage.listdir(arg)]:
+                        mode, size, mtime = (
+                            self._stat(posixpath.join(arg, name))
+                            if name not in (".", "..")
                             else (DIR_MODE, 4096, MTIME)
-                        out += b"DENT" + struct.pack("<4I", mode, size, mtime, len(name.encode())) + name.encode()
+                        )
+                        out += (
+                            b"DENT"
+                            + struct.pack("<4I", mode, size, mtime, len(name.encode()))
+                            + name.encode()
+                        )
                 out += b"DONE" + struct.pack("<4I", 0, 0, 0, 0)
                 await stream.write(bytes(out))
             elif ident == b"RECV":
-                data = phone.read_file(arg)
+                data = phone.storage.read(arg)
                 if data is None:
-                    reason = "Is a directory" if phone.is_dir(arg) else "No such file or directory"
+                    reason = "Is a directory" if phone.storage.is_dir(arg) else "No such file or directory"
                     await stream.write(_fail(f"open failed: {reason}"))
                     continue
                 out = bytearray()
@@ -202,8 +212,8 @@ class Services:
                         await stream.write(_fail(f"invalid data message {h[:4]!r}"))
                         return
                 try:
-                    phone.make_dirs(posixpath.dirname(path))
-                    phone.write_file(path, bytes(buf))
+                    phone.storage.make_dirs(posixpath.dirname(path))
+                    phone.storage.write(path, bytes(buf))
                 except PhoneError as e:
                     await stream.write(_fail(f"couldn't create file: {e}"))
                     continue
@@ -213,9 +223,9 @@ class Services:
                 return
 
     def _stat(self, path: str) -> tuple[int, int, int]:
-        if self.phone.is_dir(path):
+        if self.phone.storage.is_dir(path):
             return DIR_MODE, 4096, MTIME
-        data = self.phone.read_file(path)
+        data = self.phone.storage.read(path)
         if data is None:
             return 0, 0, 0
         return FILE_MODE, len(data), MTIME

@@ -6,6 +6,7 @@ A malformed message closes that connection only; the phone keeps listening for t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -20,7 +21,7 @@ class StreamClosed(Exception):
 
 
 class Stream:
-    """One service stream: bytes in from the host's WRTEs, bytes out as WRTEs of at most the negotiated size."""
+    """One service stream: bytes in from the host's WRTEs, out as WRTEs of at most the negotiated size."""
 
     def __init__(self, conn: Connection, local_id: int, remote_id: int) -> None:
         self.conn = conn
@@ -52,10 +53,8 @@ class Stream:
         if self.closed:
             return
         # Let the last WRTE be acknowledged before closing, as adbd does.
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._acked.wait(), timeout=10)
-        except TimeoutError:
-            pass
         if not self.closed:
             self.closed = True
             self.conn.send(p.CLSE, self.local_id, self.remote_id)
@@ -78,8 +77,14 @@ Resolver = Callable[[str], Service | None]
 class Connection:
     """One TCP connection from the adb server: handshake, then multiplexed streams."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, resolve: Resolver,
-                 banner: bytes, auth: AuthPolicy | None = None) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        resolve: Resolver,
+        banner: bytes,
+        auth: AuthPolicy | None = None,
+    ) -> None:
         self.reader = reader
         self.writer = writer
         self.resolve = resolve
@@ -99,10 +104,8 @@ class Connection:
         self.writer.write(p.pack(command, arg0, arg1, data, checksum=self.version < p.VERSION_NO_CHECKSUM))
 
     async def drain(self) -> None:
-        try:
+        with contextlib.suppress(ConnectionError):
             await self.writer.drain()
-        except ConnectionError:
-            pass
 
     async def run(self) -> None:
         try:

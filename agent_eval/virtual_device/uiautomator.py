@@ -24,7 +24,7 @@ def _b(flag: bool) -> str:
 
 
 def _node(v: View, index: int, out: list[str]) -> None:
-    l, t, r, b = v.bounds
+    x0, y0, x1, y1 = v.bounds
     naf = 'NAF="true" ' if v.clickable and not _has_label(v) else ""
     out.append(
         f'<node {naf}index="{index}" text="{escape(v.text, _ENTITIES)}" resource-id="{v.resource_id}" '
@@ -32,7 +32,7 @@ def _node(v: View, index: int, out: list[str]) -> None:
         f'checkable="{_b(v.checkable)}" checked="{_b(v.checked)}" clickable="{_b(v.clickable)}" '
         f'enabled="{_b(v.enabled)}" focusable="{_b(v.focusable)}" focused="{_b(v.focused)}" '
         f'scrollable="{_b(v.scrollable)}" long-clickable="false" password="false" selected="false" '
-        f'bounds="[{l},{t}][{r},{b}]"'
+        f'bounds="[{x0},{y0}][{x1},{y1}]"'
     )
     if not v.children:
         out.append(" />")

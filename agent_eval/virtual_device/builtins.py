@@ -1,0 +1,314 @@
+"""The shell's POSIX-ish builtins: echo, cat, grep, head, tail, wc, ls, rm, mkdir, touch, sleep, sh -c, ...
+
+Each registers itself into shell.COMMANDS; outputs and exit codes follow Android's toybox.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from agent_eval.virtual_device.shell import Output, Shell, ShellExit, command
+from agent_eval.virtual_device.storage import PhoneError
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+def _read_inputs(
+    sh: Shell, files: list[str], stdin: bytes, io: Output, prog: str
+) -> list[tuple[str, bytes]] | None:
+    if not files:
+        return [("(standard input)", stdin)]
+    out = []
+    for f in files:
+        if f == "-":
+            out.append(("(standard input)", stdin))
+            continue
+        if sh.phone.storage.is_dir(f):
+            io.err(f"{prog}: {f}: Is a directory\n")
+            return None
+        data = sh.phone.storage.read(f)
+        if data is None:
+            io.err(f"{prog}: {f}: No such file or directory\n")
+            return None
+        out.append((f, data))
+    return out
+
+
+@command("echo")
+def _echo(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    newline = True
+    escapes = False
+    while args and args[0] in ("-n", "-e", "-ne", "-en", "-E"):
+        newline = newline and "n" not in args[0]
+        escapes = escapes or "e" in args[0]
+        args = args[1:]
+    text = " ".join(args)
+    if escapes:
+        text = text.encode().decode("unicode_escape")
+    io.out(text + ("\n" if newline else ""))
+    return 0
+
+
+@command("true")
+def _true(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    return 0
+
+
+@command("false")
+def _false(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    return 1
+
+
+@command("exit")
+def _exit(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    raise ShellExit(int(args[0]) & 0xFF if args and args[0].lstrip("-").isdigit() else sh.last_rc)
+
+
+@command("cd")
+def _cd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    return 0
+
+
+@command("pwd")
+def _pwd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    io.out("/\n")
+    return 0
+
+
+@command("id")
+def _id(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    io.out(
+        "uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),"
+        "1028(sdcard_r),3001(net_bt_admin),3002(net_bt),3003(inet),3006(net_bw_stats) context=u:r:shell:s0\n"
+    )
+    return 0
+
+
+@command("whoami")
+def _whoami(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    io.out("shell\n")
+    return 0
+
+
+@command("sleep")
+def _sleep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    try:
+        time.sleep(min(float(args[0]), 60.0))
+    except (IndexError, ValueError):
+        io.err("sleep: Need 1 argument\n")
+        return 1
+    return 0
+
+
+@command("sh")
+def _sh(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    if len(args) >= 2 and args[0] == "-c":
+        sub = Shell(sh.phone)
+        sub.last_rc = sh.last_rc
+        out, rc = sub.run(args[1])
+        io.chunks.extend(out.chunks)
+        return rc
+    return 0
+
+
+@command("cat")
+def _cat(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    files = [a for a in args if not a.startswith("-") or a == "-"]
+    inputs = _read_inputs(sh, files, stdin, io, "cat")
+    if inputs is None:
+        return 1
+    for _, data in inputs:
+        io.out(data)
+    return 0
+
+
+def _head_tail_count(args: list[str]) -> tuple[int, list[str]]:
+    count, files = 10, []
+    it = iter(args)
+    for a in it:
+        if a == "-n":
+            count = int(next(it, "10"))
+        elif a.startswith("-n"):
+            count = int(a[2:])
+        elif a.startswith("-") and a[1:].isdigit():
+            count = int(a[1:])
+        else:
+            files.append(a)
+    return count, files
+
+
+@command("head")
+def _head(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    count, files = _head_tail_count(args)
+    inputs = _read_inputs(sh, files, stdin, io, "head")
+    if inputs is None:
+        return 1
+    for _, data in inputs:
+        io.out(b"".join(_lines(data)[:count]))
+    return 0
+
+
+@command("tail")
+def _tail(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    count, files = _head_tail_count(args)
+    inputs = _read_inputs(sh, files, stdin, io, "tail")
+    if inputs is None:
+        return 1
+    for _, data in inputs:
+        io.out(b"".join(_lines(data)[-count:] if count else []))
+    return 0
+
+
+@command("wc")
+def _wc(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    flags = "".join(a[1:] for a in args if a.startswith("-")) or "lwc"
+    inputs = _read_inputs(sh, [a for a in args if not a.startswith("-")], stdin, io, "wc")
+    if inputs is None:
+        return 1
+    for name, data in inputs:
+        vals = {"l": data.count(b"\n"), "w": len(data.split()), "c": len(data)}
+        nums = [str(vals[f]) for f in "lwc" if f in flags]
+        io.out(" ".join(nums) + ("" if name == "(standard input)" else f" {name}") + "\n")
+    return 0
+
+
+def _bre_to_python(p: str) -> str:
+    # Basic regex: \( \) \| \+ \? \{ \} are operators, the bare characters are literals.
+    out, i = [], 0
+    while i < len(p):
+        c = p[i]
+        if c == "\\" and i + 1 < len(p):
+            nxt = p[i + 1]
+            out.append(nxt if nxt in "()|+?{}" else "\\" + nxt)
+            i += 2
+            continue
+        out.append("\\" + c if c in "()|+?{}" else c)
+        i += 1
+    return "".join(out)
+
+
+@command("grep", "egrep", "fgrep")
+def _grep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    flags: set[str] = set()
+    patterns: list[str] = []
+    rest: list[str] = []
+    it = iter(args)
+    for a in it:
+        if a == "-e":
+            patterns.append(next(it, ""))
+        elif a.startswith("--"):
+            flags.add(a)
+        elif a.startswith("-") and len(a) > 1:
+            flags.update(a[1:])
+        else:
+            rest.append(a)
+    if not patterns:
+        if not rest:
+            io.err(
+                "usage: grep [-EFHIORabchilnoqrsvwxz] [-ABCm NUM] [-f REGEX]... [-e REGEX]... "
+                "[REGEX] [FILE...]\n"
+            )
+            return 2
+        patterns = [rest.pop(0)]
+    try:
+        rx = []
+        for p in patterns:
+            if "F" in flags:
+                src = re.escape(p)
+            elif "E" in flags:
+                src = p
+            else:
+                src = _bre_to_python(p)
+            if "w" in flags:
+                src = rf"\b(?:{src})\b"
+            if "x" in flags:
+                src = rf"^(?:{src})$"
+            rx.append(re.compile(src.encode(), re.IGNORECASE if "i" in flags else 0))
+    except re.error:
+        io.err(f"grep: bad regex '{patterns[0]}'\n")
+        return 2
+    inputs = _read_inputs(sh, rest, stdin, io, "grep")
+    if inputs is None:
+        return 2
+    total = 0
+    for name, data in inputs:
+        count = 0
+        for line in data.splitlines():
+            found = [m for r in rx for m in r.finditer(line)]
+            if bool(found) == ("v" in flags):
+                continue
+            count += 1
+            if "q" in flags or "c" in flags or "l" in flags:
+                continue
+            prefix = f"{name}:".encode() if len(inputs) > 1 else b""
+            if "o" in flags and "v" not in flags:
+                for m in found:
+                    io.out(prefix + m.group(0) + b"\n")
+            else:
+                io.out(prefix + line + b"\n")
+        if "c" in flags:
+            io.out((f"{name}:" if len(inputs) > 1 else "") + f"{count}\n")
+        if "l" in flags and count:
+            io.out(f"{name}\n")
+        total += count
+    return 0 if total else 1
+
+
+@command("ls")
+def _ls(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    long = any(a.startswith("-") and "l" in a for a in args)
+    paths = [a for a in args if not a.startswith("-")] or ["/"]
+    rc = 0
+    for p in paths:
+        if sh.phone.storage.is_dir(p):
+            for name in sh.phone.storage.listdir(p):
+                io.out((_ls_long(sh, p.rstrip("/") + "/" + name, name) if long else name) + "\n")
+        elif sh.phone.storage.read(p) is not None:
+            io.out((_ls_long(sh, p, p) if long else p) + "\n")
+        else:
+            io.err(f"ls: {p}: No such file or directory\n")
+            rc = 1
+    return rc
+
+
+def _ls_long(sh: Shell, path: str, name: str) -> str:
+    if sh.phone.storage.is_dir(path):
+        return f"drwxrwx--x 2 root sdcard_rw 3488 2026-01-01 12:00 {name}"
+    size = len(sh.phone.storage.read(path) or b"")
+    return f"-rw-rw---- 1 root sdcard_rw {size} 2026-01-01 12:00 {name}"
+
+
+@command("rm")
+def _rm(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    force = any(a.startswith("-") and "f" in a for a in args)
+    rc = 0
+    for p in (a for a in args if not a.startswith("-")):
+        if not sh.phone.storage.remove(p) and not force:
+            io.err(f"rm: {p}: No such file or directory\n")
+            rc = 1
+    return rc
+
+
+@command("mkdir")
+def _mkdir(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    for p in (a for a in args if not a.startswith("-")):
+        try:
+            sh.phone.storage.make_dirs(p)
+        except PhoneError as e:
+            io.err(f"mkdir: {e}\n")
+            return 1
+    return 0
+
+
+@command("touch")
+def _touch(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    for p in (a for a in args if not a.startswith("-")):
+        try:
+            sh.phone.storage.write(p, b"", append=True)
+        except PhoneError as e:
+            io.err(f"touch: {e}\n")
+            return 1
+    return 0

@@ -1,0 +1,82 @@
+"""The phone's files: /sdcard (alias /storage/emulated/0) and /data/local/tmp, writable by shell and push.
+
+Files live in the phone's state, so snapshots carry them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_eval.virtual_device.phone import Phone
+
+
+class PhoneError(Exception):
+    """A request the phone refuses, with the message Android would print."""
+
+
+def normpath(path: str) -> str:
+    p = posixpath.normpath("/" + path.lstrip("/")) if path else "/"
+    for alias in ("/storage/emulated/0", "/storage/self/primary", "/mnt/sdcard"):
+        if p == alias or p.startswith(alias + "/"):
+            p = "/sdcard" + p[len(alias) :]
+    return p
+
+
+class Storage:
+    def __init__(self, phone: Phone) -> None:
+        self.phone = phone
+
+    def writable(self, path: str) -> bool:
+        p = normpath(path)
+        return p.startswith("/sdcard/") or p.startswith("/data/local/tmp/")
+
+    def read(self, path: str) -> bytes | None:
+        with self.phone.lock:
+            return self.phone.state.files.get(normpath(path))
+
+    def write(self, path: str, data: bytes, append: bool = False) -> None:
+        p = normpath(path)
+        if p == "/dev/null":
+            return
+        with self.phone.lock:
+            if not self.writable(p):
+                raise PhoneError(f"{p}: Read-only file system")
+            if p in self.phone.state.dirs:
+                raise PhoneError(f"{p}: Is a directory")
+            parent = posixpath.dirname(p)
+            if parent not in self.phone.state.dirs:
+                raise PhoneError(f"{p}: No such file or directory")
+            old = self.phone.state.files.get(p, b"") if append else b""
+            self.phone.state.files[p] = old + data
+
+    def make_dirs(self, path: str) -> None:
+        p = normpath(path)
+        with self.phone.lock:
+            if not self.writable(p + "/"):
+                raise PhoneError(f"{p}: Read-only file system")
+            while p not in self.phone.state.dirs:
+                self.phone.state.dirs.add(p)
+                p = posixpath.dirname(p)
+
+    def remove(self, path: str) -> bool:
+        p = normpath(path)
+        with self.phone.lock:
+            if p in self.phone.state.files:
+                del self.phone.state.files[p]
+                return True
+            return False
+
+    def is_dir(self, path: str) -> bool:
+        return normpath(path) in self.phone.state.dirs
+
+    def listdir(self, path: str) -> list[str]:
+        p = normpath(path)
+        with self.phone.lock:
+            names = {
+                posixpath.basename(f)
+                for f in (*self.phone.state.files, *self.phone.state.dirs)
+                if posixpath.dirname(f) == p and f != p
+            }
+        return sorted(names)
