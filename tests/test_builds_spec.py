@@ -128,7 +128,7 @@ def test_cpu_lists_expand() -> None:
 
 
 def test_pinning_refuses_cpus_the_host_lacks() -> None:
-    with pytest.raises(BuildError, match="'x'.*not offered here"):
+    with pytest.raises(BuildError, match=r"'x'.*not offered here"):
         host.pinning_prefix("x", Pinning(cpus="4000"))
     prefix, applied = host.pinning_prefix("x", Pinning(cpus="0"))
     assert applied["tool"] in {"numactl", "taskset", None}
@@ -165,7 +165,7 @@ def test_changed_weights_are_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     (weights / "prepared.json").write_text(
         json.dumps({"build": "own", "scheme": "bf16", "weights_hash": "sha256:old", "files": []})
     )
-    with pytest.raises(BuildError, match="'own'.*changed since they were prepared"):
+    with pytest.raises(BuildError, match=r"'own'.*changed since they were prepared"):
         verify(builds.get("own"))
 
 
@@ -186,7 +186,7 @@ def test_an_unreachable_endpoint_build_is_a_clear_error(tmp_path: Path) -> None:
         },
         "t",
     )
-    with pytest.raises(BuildError, match="'remote'.*does not answer"), serve(builds.get("remote"), tmp_path):
+    with pytest.raises(BuildError, match=r"'remote'.*does not answer"), serve(builds.get("remote"), tmp_path):
         pass
 
 
@@ -221,9 +221,9 @@ def test_the_guard_kills_the_server_tree_when_its_harness_is_killed(tmp_path: Pa
     # A harness that starts a server (which has its own worker) under the guard, then is SIGKILLed.
     harness_code = textwrap.dedent(
         f"""
-        import subprocess, sys, time
+        import os, subprocess, sys, time
         guard = subprocess.Popen(
-            [sys.executable, {str(GUARD)!r}, str(__import__("os").getpid()), "--", sys.executable, "-c", {_TREE!r}],
+            [sys.executable, {str(GUARD)!r}, str(os.getpid()), "--", sys.executable, "-c", {_TREE!r}],
             start_new_session=True, stdout=subprocess.PIPE, text=True,
         )
         assert guard.stdout.readline().strip() == "up"
@@ -248,7 +248,10 @@ def test_the_guard_kills_the_server_tree_when_its_harness_is_killed(tmp_path: Pa
 
 
 def test_the_guard_takes_leftover_workers_down_when_the_server_exits(tmp_path: Path) -> None:
-    code = "import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); sys.exit(3)"
+    code = (
+        "import subprocess, sys; "
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); sys.exit(3)"
+    )
     guard = subprocess.Popen(
         [sys.executable, str(GUARD), str(os.getpid()), "--", sys.executable, "-c", code],
         start_new_session=True,
