@@ -98,7 +98,9 @@ def test_the_right_path_then_done_is_success(phone: str, tmp_path: Path) -> None
         assert (episode_dir / s["screenshot"]).read_bytes().startswith(b"\x89PNG")
         assert "<hierarchy" in (episode_dir / s["ui_xml"]).read_text()
         assert len(s["prompt_hash"]) == 64 and s["raw_answer"] and s["action"] is not None
-        assert s["latency"]["model_s"] > 0 and s["latency"]["observe_s"] > 0
+        assert s["latency"]["model_s"] > 0 and s["latency"]["harness_s"] > 0
+        # Each step observes the screen its action left (the first also the start); done acts on nothing.
+        assert (s["latency"]["observe_s"] > 0) is (s["step"] < 5)
     assert recorded[3]["action"]["type"] == "tap" and any('"Wi-Fi"' in e for e in recorded[3]["elements"])
     # The Wi-Fi switch is shown by its row's title, and the model saw it go on.
     assert any(e.endswith('Switch "Wi-Fi" checked=true') for e in recorded[4]["elements"])
