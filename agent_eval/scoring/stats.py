@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 import statsmodels.api as sm
@@ -126,9 +127,10 @@ def paired_effect(
     task_means = np.bincount(codes, weights=d) / counts
     per_task = {str(name): float(mean) for name, mean in zip(names, task_means, strict=True)}
     delta = float(task_means.mean())
-    lost = int(np.sum(d < 0))
     one_sided_alpha = 1 - confidence
 
+    if np.all(d == d[0]):
+        return _exact_drop_bound(delta, d, len(names), per_task, confidence)
     ones = np.ones_like(d)
     if len(names) == 1:
         fit = sm.OLS(d, ones).fit(use_t=True)
@@ -140,14 +142,19 @@ def paired_effect(
         df = len(names) - 1
     se = float(fit.bse[0])
     if not math.isfinite(se) or se <= 1e-12:
-        exact_drop = clopper_pearson_upper(lost, int(d.size), confidence)
-        return PairedEffect(
-            delta, Interval(delta, delta), max(-delta, exact_drop), len(names), int(d.size), None, per_task
-        )
+        return _exact_drop_bound(delta, d, len(names), per_task, confidence)
     # A difference of two rates lies in [-1, 1]; a t-interval with few tasks can overshoot that.
     low, high = (min(max(float(x), -1.0), 1.0) for x in fit.conf_int(alpha=1 - confidence)[0])
     one_sided_low = max(float(fit.conf_int(alpha=2 * one_sided_alpha)[0][0]), -1.0)
     return PairedEffect(delta, Interval(low, high), -one_sided_low, len(names), int(d.size), df, per_task)
+
+
+def _exact_drop_bound(
+    delta: float, d: np.ndarray[Any, Any], tasks: int, per_task: dict[str, float], confidence: float
+) -> PairedEffect:
+    lost = int(np.sum(d < 0))
+    drop = max(-delta, clopper_pearson_upper(lost, int(d.size), confidence))
+    return PairedEffect(delta, Interval(delta, delta), drop, tasks, int(d.size), None, per_task)
 
 
 def sign_flip_p(per_task_deltas: Sequence[float]) -> float | None:
