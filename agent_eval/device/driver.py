@@ -302,18 +302,13 @@ class Device:
     def _swipe(self, action: Action, observation: Observation) -> None:
         if action.direction is None:
             raise InvalidActionError(f"{action.type.value} needs a direction: up, down, left or right")
-        screen = Bounds(0, 0, observation.width, observation.height)
         if action.element is not None:
             area = self._element(action.element, observation).bounds
-        elif action.type is ActionType.SCROLL:
-            scrollables = [e for e in observation.elements if e.scrollable and e.bounds.width > 0]
-            area = (
-                max(scrollables, key=lambda e: e.bounds.width * e.bounds.height).bounds
-                if scrollables
-                else screen
-            )
         else:
-            area = screen
+            # Over the largest scrollable view: a gesture that starts on a header or app bar moves nothing.
+            scrollables = [e for e in observation.elements if e.scrollable and e.bounds.width > 0]
+            largest = max(scrollables, key=lambda e: e.bounds.width * e.bounds.height, default=None)
+            area = largest.bounds if largest else Bounds(0, 0, observation.width, observation.height)
         if action.type is ActionType.SCROLL:
             start, end = gestures.scroll_points(action.direction, area)
         else:
