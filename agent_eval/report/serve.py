@@ -16,7 +16,8 @@ import click
 
 from agent_eval.errors import RunStoreError
 
-REPORT_FILE = "report.html"  # the same name html.py writes; not imported from there, see ensure_report
+REPORT_FILE = "report.html"  # the names html.py and markdown.py write; not imported, see ensure_report
+SCORECARD_FILE = "scorecard.json"
 HOST = "127.0.0.1"  # never another interface: a run holds prompts and screenshots
 
 
@@ -64,20 +65,42 @@ class RunServer:
         self.close()
 
 
-def ensure_report(run_dir: Path) -> Path:
-    """The run's report.html, (re)written from a fresh scorecard when missing or older than the episodes."""
-    # Imported here: scoring pulls in statsmodels (seconds), which every other command would pay for.
-    from agent_eval.report.html import write_html_report
-    from agent_eval.scoring.scorecard import score_run
+def _newer(path: Path, *than: Path) -> bool:
+    """`path` exists and is at least as new as each of `than` that exists."""
+    if not path.is_file():
+        return False
+    mtime = path.stat().st_mtime
+    return all(not other.is_file() or mtime >= other.stat().st_mtime for other in than)
 
+
+def ensure_report(run_dir: Path) -> Path:
+    """The run's report.html, rewritten when missing or older than the episodes or the saved scorecard.
+
+    The page shows the saved scorecard.json when it is current (with whatever --reference and --margin
+    `agent-eval report` was given); otherwise the run is scored afresh and scorecard.json/.md are saved too.
+    """
     if not run_dir.is_dir():
         raise RunStoreError(f"{run_dir} is not a run directory (it does not exist); pass runs/<run-id>")
-    report = run_dir / REPORT_FILE
-    episodes = run_dir / "episodes.jsonl"
-    stale = episodes.is_file() and report.is_file() and report.stat().st_mtime < episodes.stat().st_mtime
-    if report.is_file() and not stale:
+    report, episodes, saved = run_dir / REPORT_FILE, run_dir / "episodes.jsonl", run_dir / SCORECARD_FILE
+    if _newer(report, episodes, saved):
         return report
-    return write_html_report(run_dir, score_run(run_dir))
+    # Imported here: scoring pulls in statsmodels (seconds), which every other command would pay for.
+    from pydantic import ValidationError
+
+    from agent_eval.report.html import write_html_report
+    from agent_eval.report.markdown import write_scorecard
+    from agent_eval.scoring.scorecard import Scorecard, score_run
+
+    card = None
+    if _newer(saved, episodes):
+        try:
+            card = Scorecard.model_validate_json(saved.read_text(encoding="utf-8"))
+        except (ValidationError, OSError):
+            card = None  # written by another version: score again
+    if card is None:
+        card = score_run(run_dir)
+        write_scorecard(run_dir, card)
+    return write_html_report(run_dir, card)
 
 
 @click.command("view")

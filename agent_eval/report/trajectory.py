@@ -7,14 +7,14 @@ placed by re-reading the step's UI dump with the same parser that numbered the e
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from agent_eval.action import Action, ActionType
 from agent_eval.records import EpisodeRecord, StepRecord
-from agent_eval.report.thumbnails import thumbnail
+from agent_eval.report.thumbnails import Thumbnail, thumbnail
 
 ElementCentres = Callable[[str], dict[int, tuple[int, int]]]
 _SWIPE_FRACTION = 0.3  # of the screen's shorter side: how long a drawn swipe arrow is
@@ -113,10 +113,19 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
+Thumbnails = Mapping[Path, Thumbnail | None]
+
+
+def screenshots(run_dir: Path, episode: EpisodeRecord, steps: list[StepRecord]) -> list[Path]:
+    """The screenshot files an episode's view shows (made into thumbnails in one batch before viewing)."""
+    return [run_dir / episode.episode_dir / s.screenshot for s in steps if s.screenshot]
+
+
 def step_view(
-    run_dir: Path, episode_dir: Path, step: StepRecord, centres: ElementCentres | None
+    run_dir: Path, episode_dir: Path, step: StepRecord, centres: ElementCentres | None, made: Thumbnails
 ) -> dict[str, Any]:
-    shot = thumbnail(run_dir, episode_dir / step.screenshot) if step.screenshot else None
+    path = episode_dir / step.screenshot if step.screenshot else None
+    shot = (made[path] if path in made else thumbnail(run_dir, path)) if path else None
     width, height = (shot.width, shot.height) if shot else (1080, 2400)
     needs_xml = step.action is not None and step.action.element is not None and step.ui_xml is not None
     xml = _read_text(episode_dir / step.ui_xml) if needs_xml and step.ui_xml else None
@@ -145,8 +154,10 @@ def step_view(
     }
 
 
-def episode_view(run_dir: Path, episode: EpisodeRecord, steps: list[StepRecord]) -> dict[str, Any]:
-    """Everything the viewer shows for one episode, as plain JSON values."""
+def episode_view(
+    run_dir: Path, episode: EpisodeRecord, steps: list[StepRecord], made: Thumbnails | None = None
+) -> dict[str, Any]:
+    """Everything the viewer shows for one episode, as plain JSON values (`made`: thumbnails already made)."""
     centres = _uitree_centres()
     episode_dir = run_dir / episode.episode_dir
     return {
@@ -163,5 +174,5 @@ def episode_view(run_dir: Path, episode: EpisodeRecord, steps: list[StepRecord])
         "attempt": episode.attempt,
         "error": episode.error,
         "params": episode.params,
-        "steps": [step_view(run_dir, episode_dir, s, centres) for s in steps],
+        "steps": [step_view(run_dir, episode_dir, s, centres, made or {}) for s in steps],
     }

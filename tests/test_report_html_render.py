@@ -1,0 +1,216 @@
+"""The report as a browser shows it: headless Chromium renders report.html from file://, and the rendered
+DOM is checked against scorecard.json, the undone episode's goal timeline, and the screenshots loading."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from agent_eval.records import EpisodeRecord, Outcome
+from agent_eval.report.html import write_html_report
+from agent_eval.report.markdown import write_scorecard
+from agent_eval.report.synthetic import SyntheticRun, write_synthetic_run
+from agent_eval.scoring.scorecard import score_run
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup.sh)"
+)
+# A real small run can be pointed at instead of the synthetic one (its episodes must include an undone one).
+REAL_RUN = os.environ.get("AGENT_EVAL_REPORT_TEST_RUN")
+
+
+def _chromium(url: str, profile: Path, *extra: str) -> str:
+    assert CHROMIUM is not None
+    command = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={profile}", "--window-size=1400,5000", "--virtual-time-budget=5000", *extra, url,
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout
+
+
+_VOID = {"img", "br", "meta", "input", "hr", "link", "source"}
+
+
+class _Dom(HTMLParser):
+    """Every element with its attributes, the text directly inside it, and its parent, in document order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.attrs: list[dict[str, str]] = []
+        self.texts: list[list[str]] = []
+        self.parents: list[int] = []
+        self._open: list[int] = []
+
+    def _add(self, tag: str, attrs: list[tuple[str, str | None]]) -> int:
+        self.tags.append(tag)
+        self.attrs.append({k: v or "" for k, v in attrs})
+        self.texts.append([])
+        self.parents.append(self._open[-1] if self._open else -1)
+        return len(self.tags) - 1
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        index = self._add(tag, attrs)
+        if tag not in _VOID:
+            self._open.append(index)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._add(tag, attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        while self._open and self.tags[self._open.pop()] != tag:
+            pass
+
+    def handle_data(self, data: str) -> None:
+        if self._open:
+            self.texts[self._open[-1]].append(data)
+
+    def having(self, attribute: str, value: str | None = None, within: int | None = None) -> list[int]:
+        return [
+            i
+            for i, attrs in enumerate(self.attrs)
+            if attribute in attrs
+            and (value is None or attrs[attribute] == value)
+            and (within is None or self._inside(i, within))
+        ]
+
+    def _inside(self, index: int, ancestor: int) -> bool:
+        while index >= 0:
+            index = self.parents[index]
+            if index == ancestor:
+                return True
+        return False
+
+    def text(self, index: int) -> str:
+        return "".join(self.texts[index]).strip()
+
+
+def _lookup(document: Any, path: str) -> Any:
+    for part in path.split("."):
+        document = document[int(part)] if isinstance(document, list) else document[part]
+    return document
+
+
+def _shown_number(text: str) -> float:
+    return float(text.strip().replace("−", "-").replace("+", ""))
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], EpisodeRecord, _Dom]:
+    if REAL_RUN:
+        run_dir = Path(REAL_RUN)
+    else:
+        run_dir = tmp_path_factory.mktemp("runs") / "run-1"
+        write_synthetic_run(
+            run_dir, SyntheticRun(builds=("bf16", "w8a8", "w4a16"), tasks=("wifi_on", "bt_off"), seeds=4)
+        )
+    card = score_run(run_dir)
+    write_scorecard(run_dir, card)
+    report = write_html_report(run_dir, card, thumbnail_budget_s=None)
+    episodes = [
+        EpisodeRecord.model_validate_json(line)
+        for line in (run_dir / "episodes.jsonl").read_text().splitlines()
+    ]
+    undone = next(e for e in episodes if e.outcome is Outcome.UNDONE)
+    url = f"{report.as_uri()}#task={undone.task_id}&seed={undone.seed}"
+    profile = tmp_path_factory.mktemp("chromium")
+    dom = _Dom()
+    dom.feed(_chromium(url, profile, "--dump-dom"))
+    shot = run_dir / "report-screenshot.png"
+    _chromium(url, profile, f"--screenshot={shot}")
+    return run_dir, json.loads((run_dir / "scorecard.json").read_text()), undone, dom
+
+
+Rendered = tuple[Path, dict[str, Any], EpisodeRecord, _Dom]
+
+
+def test_every_number_on_the_page_is_the_one_in_scorecard_json(rendered: Rendered) -> None:
+    _, scorecard, _, dom = rendered
+    cells = dom.having("data-path")
+    assert len(cells) > 100
+    paths = {dom.attrs[i]["data-path"] for i in cells}
+    for i, build in enumerate(scorecard["builds"]):
+        for metric in ("navigation", "recognition", "success"):
+            assert f"builds.{i}.{metric}.rate" in paths, (build["build"], metric)
+        assert f"builds.{i}.outcomes.undone" in paths
+    for i in cells:
+        path, shown = dom.attrs[i]["data-path"], dom.text(i)
+        expected = _lookup(scorecard, path)
+        assert json.loads(dom.attrs[i]["data-value"]) == expected, path
+        if isinstance(expected, (int, float)) and not isinstance(expected, bool):
+            # What is shown is the value rounded to the digits shown.
+            if "e" in shown:
+                assert _shown_number(shown) == pytest.approx(expected, rel=0.05), path
+            else:
+                decimals = len(shown.split(".")[1]) if "." in shown else 0
+                assert abs(_shown_number(shown) - expected) <= 0.5 * 10**-decimals + 1e-9, (
+                    path,
+                    shown,
+                    expected,
+                )
+        elif expected is None:
+            assert shown == "–", path
+        else:
+            assert shown == str(expected), path
+
+
+def test_the_rate_plot_draws_the_scorecard_rates(rendered: Rendered) -> None:
+    _, scorecard, _, dom = rendered
+    bars = {
+        (dom.attrs[i]["data-build"], dom.attrs[i]["data-metric"]): float(dom.attrs[i]["data-value"])
+        for i in dom.having("class", "rate")
+    }
+    drawn = [b for b in scorecard["builds"] if b["success"]["rate"] is not None]
+    assert drawn
+    for build in drawn:
+        assert bars[build["build"], "success"] == build["success"]["rate"]
+        assert bars[build["build"], "navigation"] == build["navigation"]["rate"]
+
+
+def test_the_undone_episode_shows_its_goal_going_on_then_off(rendered: Rendered) -> None:
+    _, _, undone, dom = rendered
+    [section] = [
+        i for i in dom.having("data-build", undone.build) if "episode" in dom.attrs[i].get("class", "")
+    ]
+    assert dom.attrs[section]["data-outcome"] == "undone"
+    ticks = [dom.attrs[i] for i in dom.having("data-goal", within=section) if dom.tags[i] == "span"]
+    goal = [t["data-goal"] == "on" for t in ticks]
+    assert goal == undone.goal_timeline
+    first_on = goal.index(True)
+    first_off_after = goal.index(False, first_on)
+    assert ticks[first_on].get("data-mark") == "reached"
+    assert ticks[first_off_after].get("data-mark") == "undone"
+
+
+def test_the_screenshots_load_and_none_is_broken(rendered: Rendered) -> None:
+    run_dir, _, undone, dom = rendered
+    images = [dom.attrs[i] for i in dom.having("src") if dom.tags[i] == "img"]
+    expected = sum(
+        len(list((build_dir / undone.task_id / str(undone.seed)).glob("step-*.png")))
+        for build_dir in (run_dir / "episodes").iterdir()
+    )
+    assert len(images) == expected > 0
+    assert all(a.get("data-loaded") == "1" and "data-broken" not in a for a in images)
+    assert all(a.get("loading") == "lazy" and a["src"].startswith("thumbs/") for a in images)
+    [body] = dom.having("data-viewer-ready")
+    assert dom.attrs[body]["data-images-loaded"] == str(expected)
+    assert dom.attrs[body]["data-images-broken"] == "0"
+
+
+def test_the_page_screenshot_is_kept_in_the_run_directory(rendered: Rendered) -> None:
+    run_dir = rendered[0]
+    with Image.open(run_dir / "report-screenshot.png") as shot:
+        assert shot.size == (1400, 5000)
+        colours = shot.convert("RGB").getcolors(maxcolors=1 << 16)
+    assert colours is None or len(colours) > 50  # tables, plots and screenshots, not a blank page
