@@ -49,7 +49,8 @@ class MetricComparison(BaseModel):
     build_rate: float | None = Field(description="The build's rate on the paired episodes.")
     delta: float = Field(description="Δ = build − reference, the mean over tasks of each task's difference.")
     low: float | None = Field(
-        description="Lower end of Δ's 95% interval (task-clustered, t with tasks − 1 df)."
+        description="Lower end of Δ's 95% interval (task-clustered, t with tasks − 1 df); null when the "
+        "pairs show no variation to estimate it from (drop_upper is then an exact Clopper–Pearson bound)."
     )
     high: float | None = Field(description="Upper end of Δ's 95% interval.")
     drop_upper: float = Field(description="One-sided 95% upper bound of the drop (reference − build).")

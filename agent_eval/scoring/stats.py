@@ -91,7 +91,7 @@ class PairedEffect:
 
     delta: float
     interval: Interval | None
-    """Two-sided interval at the requested confidence; None with no pairs."""
+    """Two-sided interval at the requested confidence; None with no pairs or no variation to estimate."""
     drop_upper: float
     """One-sided upper confidence bound of the drop (reference − build): what non-inferiority is judged on."""
     tasks: int
@@ -154,7 +154,8 @@ def _exact_drop_bound(
 ) -> PairedEffect:
     lost = int(np.sum(d < 0))
     drop = max(-delta, clopper_pearson_upper(lost, int(d.size), confidence))
-    return PairedEffect(delta, Interval(delta, delta), drop, tasks, int(d.size), None, per_task)
+    # No interval: a zero-width one would claim a precision the data do not have.
+    return PairedEffect(delta, None, drop, tasks, int(d.size), None, per_task)
 
 
 def sign_flip_p(per_task_deltas: Sequence[float]) -> float | None:

@@ -1,0 +1,139 @@
+"""Regression over quantization levels: pairing, pooled counts, Holm and BH, verdicts, the plain sentence."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
+from agent_eval.scoring.regression import compare_builds
+from agent_eval.scoring.scorecard import score_episodes
+from agent_eval.scoring.stats import Verdict
+
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+BITS = {"bf16": 16.0, "w8a8": 8.0, "w4a16": 4.0}
+
+
+def episode(build: str, task: str, seed: int, success: bool, reached: bool = True) -> EpisodeRecord:
+    outcome = Outcome.SUCCESS if success else (Outcome.NO_STOP if reached else Outcome.NAV_FAIL)
+    manifest = BuildManifest(
+        name=build, reference=build == "bf16", scheme=build, bits_per_weight=BITS[build], engine="scripted"
+    )
+    return EpisodeRecord(
+        run_id="r",
+        build=build,
+        task_id=task,
+        seed=seed,
+        outcome=outcome,
+        reached=reached,
+        success=success,
+        build_manifest=manifest,
+        started_at=T0,
+        finished_at=T0,
+    )
+
+
+def _grid() -> list[EpisodeRecord]:
+    """3 tasks × 10 seeds. Everyone always reaches the goal. bf16 succeeds on seeds 0-8.
+    w4a16 stops recognising completion: it fails seeds 4-8 on t0, 5-8 on t1, 6-8 on t2 (b = 12, c = 0).
+    w8a8 swaps one pair each way on t0 and t1 (b = 1, c = 1)."""
+    records = []
+    for t, task in enumerate(("t0", "t1", "t2")):
+        for seed in range(10):
+            ref = seed < 9
+            records.append(episode("bf16", task, seed, ref))
+            records.append(episode("w4a16", task, seed, ref and seed < 4 + t))
+            swapped = (task == "t0" and seed == 0) or (task == "t1" and seed == 9)
+            records.append(episode("w8a8", task, seed, ref != swapped))
+    return records
+
+
+def test_pooled_counts_p_values_and_holm() -> None:
+    reg = compare_builds(_grid(), "bf16", margin=0.10)
+    assert [c.build for c in reg.builds] == ["w8a8", "w4a16"]
+    w8, w4 = reg.builds
+    assert (w4.success.pairs, w4.success.b, w4.success.c) == (30, 12, 0)
+    assert (w8.success.b, w8.success.c) == (1, 1)
+    assert (w4.navigation.b, w4.navigation.c) == (0, 0)
+    assert w4.success.p == pytest.approx(stats.binomtest(12, 12, 0.5, alternative="greater").pvalue)
+    assert w8.success.p == pytest.approx(0.75)
+    primary = [w8.navigation.p, w8.success.p, w4.navigation.p, w4.success.p]
+    expected = multipletests(primary, alpha=0.05, method="holm")[1]
+    assert [
+        w8.navigation.p_holm,
+        w8.success.p_holm,
+        w4.navigation.p_holm,
+        w4.success.p_holm,
+    ] == pytest.approx(expected.tolist())
+    assert w4.success.flips == pytest.approx(12 / 30)
+    assert w4.success.reference_rate == pytest.approx(0.9)
+    assert w4.success.build_rate == pytest.approx(0.5)
+
+
+def test_effect_is_the_mean_of_per_task_differences_with_a_t2_interval() -> None:
+    w4 = compare_builds(_grid(), "bf16").builds[1].success
+    assert w4.delta == pytest.approx((-0.5 - 0.4 - 0.3) / 3)
+    assert w4.df == 2
+    assert w4.low is not None and w4.high is not None
+    assert w4.low < w4.delta < w4.high < 0
+    # Three tasks: the sign-flip p is at least 1/8, and exactly that when all three got worse.
+    assert w4.p_sign_flip == pytest.approx(1 / 8)
+
+
+def test_verdicts_and_sentences() -> None:
+    w8, w4 = compare_builds(_grid(), "bf16", margin=0.10).builds
+    assert w4.success.verdict is Verdict.REGRESSION
+    # 30 concordant pairs: the exact bound on the drop is 1 - 0.05^(1/30) = 0.095 < 0.10.
+    assert w4.navigation.verdict is Verdict.NON_INFERIOR
+    assert w4.navigation.drop_upper == pytest.approx(1 - 0.05 ** (1 / 30))
+    assert w8.success.verdict is Verdict.INCONCLUSIVE
+    low, high = w4.success.low, w4.success.high
+    assert low is not None and high is not None
+    assert w4.sentence == (
+        "w4a16: navigation non-inferior; completion recognition REGRESSION, −0.40 "
+        + f"[{low:+.2f}, {high:+.2f}]".replace("-", "−")
+    )
+    assert w8.sentence.startswith(
+        "w8a8: navigation non-inferior; completion recognition INCONCLUSIVE, 0.00 ["
+    )
+    assert "not ruled out by 30 pairs" in w8.sentence
+    # A stricter margin turns the same navigation data into "cannot tell".
+    strict = compare_builds(_grid(), "bf16", margin=0.05).builds[1]
+    assert strict.navigation.verdict is Verdict.INCONCLUSIVE
+
+
+def test_drill_down_is_per_task_with_bh_over_all_rows() -> None:
+    reg = compare_builds(_grid(), "bf16")
+    rows = [row for c in reg.builds for row in c.per_task]
+    assert len(rows) == 2 * 3 * 2  # builds × tasks × metrics
+    t0 = next(r for r in reg.builds[1].per_task if r.task_id == "t0" and r.metric == "success")
+    assert (t0.pairs, t0.b, t0.c, t0.delta) == (10, 5, 0, pytest.approx(-0.5))
+    assert t0.p == pytest.approx(1 / 32)
+    assert [r.p_bh for r in rows] == pytest.approx(
+        multipletests([r.p for r in rows], alpha=0.05, method="fdr_bh")[1].tolist()
+    )
+
+
+def test_only_same_task_and_seed_pairs_are_compared() -> None:
+    records = [*_grid(), episode("w4a16", "t0", 99, False), episode("w4a16", "t9", 0, False)]
+    reg = compare_builds(records, "bf16")
+    w4 = reg.builds[1]
+    assert w4.unpaired == 2
+    assert w4.success.pairs == 30
+    card = score_episodes(records, run_id="r", reference="bf16")
+    assert any("w4a16: 2 episodes have no reference episode" in n for n in card.notes)
+
+
+def test_a_build_with_nothing_paired_is_inconclusive_and_says_why() -> None:
+    records = [episode("bf16", "t0", s, True) for s in range(5)]
+    records += [episode("w8a8", "t0", s, True) for s in range(5, 10)]
+    (w8,) = compare_builds(records, "bf16").builds
+    assert w8.success.pairs == 0 and w8.success.verdict is Verdict.INCONCLUSIVE
+    assert (
+        w8.sentence
+        == "w8a8: navigation not compared (no paired episodes); completion recognition not compared "
+        "(no paired episodes)"
+    )
