@@ -51,8 +51,9 @@ class RunSummary:
     outcomes: Counter[Outcome] = field(default_factory=Counter)  # of episodes finished in this call
     infra_attempts: int = 0  # infra-error attempts in this call (each one also a line in episodes.jsonl)
     failed: list[EpisodeRecord] = field(default_factory=list)  # cells whose last attempt was an infra error
-    not_run: list[Cell] = field(default_factory=list)  # left when every device was lost
+    not_run: list[Cell] = field(default_factory=list)  # left when every device was lost, or the run gave up
     retired_devices: list[str] = field(default_factory=list)
+    gave_up: str | None = None  # why the run stopped early, when it did
 
     @property
     def complete(self) -> bool:
@@ -69,13 +70,16 @@ def run_cells(
     store: RunStore,
     *,
     max_attempts: int = 3,
+    give_up_after: int | None = 2,
     on_episode: EpisodeCallback | None = None,
     snapshot: str | None = "default_boot",
 ) -> RunSummary:
     """Run every cell the store has not finished, one device per worker, in the order given.
 
     Each attempt (infra errors included) is appended to the store as it ends and passed to `on_episode`.
-    A cell gets up to `max_attempts` attempts in this call. A TaskError (a broken task) stops the run.
+    A cell gets up to `max_attempts` attempts in this call; after `give_up_after` cells in a row used up
+    theirs (a dead endpoint, say), the run stops and leaves the rest for a rerun. A TaskError (a broken
+    task) stops the run and is raised.
     """
     if not devices:
         raise InfraError("no device to run episodes on")
@@ -96,9 +100,11 @@ def run_cells(
     lock = threading.Lock()
     stop = threading.Event()
     failure: list[BaseException] = []
+    failed_in_a_row = 0
 
     def play(device: Device, cell: Cell) -> bool:
         """Run a cell to a scored record or out of attempts; False when the device is gone."""
+        nonlocal failed_in_a_row
         agent = agents[cell.build]
         instance = cell.task.instantiate(cell.seed)
         previous = earlier_attempts.get(cell.key, 0)
@@ -125,6 +131,8 @@ def run_cells(
                 if on_episode is not None:
                     on_episode(cell, record)
             if record.outcome is not Outcome.INFRA_ERROR:
+                with lock:
+                    failed_in_a_row = 0
                 return True
             if not _still_online(device):
                 with lock:
@@ -134,6 +142,12 @@ def run_cells(
             if attempt == max_attempts:
                 with lock:
                     summary.failed.append(record)
+                    failed_in_a_row += 1
+                    if give_up_after is not None and failed_in_a_row >= give_up_after and not stop.is_set():
+                        summary.gave_up = (
+                            f"stopped after {failed_in_a_row} episodes in a row failed {max_attempts} times"
+                        )
+                        stop.set()
         return True
 
     def worker(device: Device) -> None:

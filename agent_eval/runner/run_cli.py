@@ -154,7 +154,7 @@ def run_command(
     max_attempts: int,
 ) -> None:
     """Run TASK files (or folders of them) against one OpenAI-compatible chat endpoint."""
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     loaded = _with_max_steps(load_tasks(list(tasks)), max_steps)
     if not loaded:
         raise ConfigError(f"no task files found in {', '.join(map(str, tasks))}")
@@ -219,15 +219,18 @@ def run_command(
         store.close()
     console.print(summary_table(summary))
     console.print(f"run directory: {run_dir}")
+    problems = []
     if summary.failed:
         last = summary.failed[-1]
-        raise InfraError(
-            f"{len(summary.failed)} episode(s) still failed after {max_attempts} attempts "
-            f"(last: {last.task_id} seed {last.seed}: {last.error}); "
-            "fix the cause and rerun the same command to retry them"
+        problems.append(
+            f"{len(summary.failed)} episode(s) failed {max_attempts} times "
+            f"(last: {last.task_id} seed {last.seed}: {last.error})"
         )
+    if summary.retired_devices:
+        problems.append(f"device lost: {', '.join(summary.retired_devices)}")
+    if summary.gave_up:
+        problems.append(summary.gave_up)
     if summary.not_run:
-        raise InfraError(
-            f"device lost ({', '.join(summary.retired_devices)}): {len(summary.not_run)} episode(s) not run; "
-            "rerun the same command to continue"
-        )
+        problems.append(f"{len(summary.not_run)} episode(s) not run")
+    if problems:
+        raise InfraError("; ".join(problems) + ". Fix the cause and rerun the same command to continue.")
