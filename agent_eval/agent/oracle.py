@@ -52,7 +52,7 @@ def resolve(step: OracleStep, observation: Observation) -> Action | str:
                 n for n in observation.all_nodes if _matches(step, n, by_text=by_text) and n.bounds.width > 0
             ]
             if not nodes:
-                wanted = step.model_dump(exclude_none=True, exclude_defaults=True)
+                wanted = step.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
                 return f"no element matching {wanted} on screen"
             fields["x"], fields["y"] = nodes[0].bounds.center
     return Action(type=step.type, **fields)

@@ -6,6 +6,7 @@ A task passes when it starts right (goal false; true for verify tasks) and its o
 from __future__ import annotations
 
 import contextlib
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -204,5 +205,6 @@ def validate_command(
         click.echo(f"\n{len(failed)} task instance(s) failed:", err=True)
         for check in failed:
             click.echo(f"  {check.task_id} (seed {check.seed}): {check.problem}", err=True)
-        raise click.exceptions.Exit(1)
+        # click's Exit would be swallowed by the CLI's non-standalone main; the exit code must survive.
+        sys.exit(1)
     click.echo("all tasks valid")
