@@ -83,7 +83,7 @@ def start_fleet(
     auth: bool = False,
     timeout: float = 30.0,
 ) -> Fleet:
-    """Starts `count` phones (emulator-BASE, emulator-BASE+2, ...); returns once adb lists them as `device`."""
+    """Starts `count` phones (emulator-BASE, emulator-BASE+2, ...); returns once adb lists them online."""
     workdir = log_dir or Path(tempfile.mkdtemp(prefix="agent-eval-fleet-"))
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"fleet-{base_port}.log"

@@ -219,9 +219,7 @@ def _launcher(m: Metrics, app: App, screen: Screen, catalog: Catalog) -> View:
     return root
 
 
-def _list_window(
-    m: Metrics, app: App, screen: Screen, st: PhoneState, tick: int | None
-) -> tuple[View, View, int]:
+def _list_window(m: Metrics, app: App, screen: Screen, st: PhoneState) -> tuple[View, View, int]:
     pkg = app.package
     frame = st.top
     root = View(cls="android.widget.FrameLayout", bounds=(0, 0, m.w, m.h), package=pkg, paint="window")
@@ -319,20 +317,6 @@ def _list_window(
         if _clip(rect, viewport) is not None:
             lst.children.append(_row_view(m, pkg, idx, row, value_summary(row, st), rect, viewport, st))
         cy += h
-    if tick is not None:
-        # A restless screen: a progress animation whose phase changes on every frame.
-        bar = (0, y, m.w, y + m.dp(4))
-        lst.children.insert(
-            0,
-            View(
-                cls="android.widget.ProgressBar",
-                bounds=bar,
-                package=pkg,
-                paint="progress",
-                content_desc=f"Loading {tick % 100}%",
-                value=(tick % 100) / 100,
-            ),
-        )
     content.children.append(lst)
     return root, lst, content_h
 
@@ -347,7 +331,20 @@ def layout(state: PhoneState, catalog: Catalog, tick: int | None = None) -> Layo
     if screen.style == "launcher":
         window = _launcher(m, app, screen, catalog)
     else:
-        window, lst, content_h = _list_window(m, app, screen, state, tick)
+        window, lst, content_h = _list_window(m, app, screen, state)
+    if tick is not None:
+        # A restless screen: a progress animation whose phase changes on every frame.
+        top = m.status_h
+        window.children.append(
+            View(
+                cls="android.widget.ProgressBar",
+                bounds=(0, top, m.w, top + m.dp(4)),
+                package=app.package,
+                paint="progress",
+                content_desc=f"Loading {tick % 100}%",
+                value=(tick % 100) / 100,
+            )
+        )
     dialog = dialog_window(m, app, screen, state)
     keyboard = keyboard_keys(m) if state.keyboard_shown else []
     return Layout(

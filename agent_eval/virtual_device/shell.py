@@ -127,7 +127,7 @@ def _lex(line: str) -> list[tuple[str, object]]:
         elif c == "'":
             j = line.find("'", i + 1)
             if j < 0:
-                raise ParseError("unterminated '")
+                raise ParseError("no closing quote")
             lit.append(line[i + 1 : j])
             in_word = True
             i = j + 1
@@ -136,7 +136,7 @@ def _lex(line: str) -> list[tuple[str, object]]:
             in_word = True
             while True:
                 if i >= n:
-                    raise ParseError('unterminated "')
+                    raise ParseError("no closing quote")
                 c = line[i]
                 if c == '"':
                     i += 1
@@ -290,8 +290,9 @@ class Shell:
         try:
             lists = parse(line)
         except ParseError as e:
+            # mksh, Android's sh, reports syntax errors with exit code 1.
             out.err(f"{SH}: {e}\n")
-            return out, 2 if "syntax" in str(e) else 1
+            return out, 1
         try:
             for andor in lists:
                 for op, pipeline in andor:

@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from agent_eval.virtual_device.phone import Phone
 
 
+WRITABLE_ROOTS = ("/sdcard", "/data/local/tmp")
+
+
 class PhoneError(Exception):
     """A request the phone refuses, with the message Android would print."""
 
@@ -30,7 +33,7 @@ class Storage:
 
     def writable(self, path: str) -> bool:
         p = normpath(path)
-        return p.startswith("/sdcard/") or p.startswith("/data/local/tmp/")
+        return any(p == root or p.startswith(root + "/") for root in WRITABLE_ROOTS)
 
     def read(self, path: str) -> bytes | None:
         with self.phone.lock:
@@ -54,7 +57,7 @@ class Storage:
     def make_dirs(self, path: str) -> None:
         p = normpath(path)
         with self.phone.lock:
-            if not self.writable(p + "/"):
+            if not self.writable(p):
                 raise PhoneError(f"{p}: Read-only file system")
             while p not in self.phone.state.dirs:
                 self.phone.state.dirs.add(p)

@@ -1,0 +1,110 @@
+"""Helpers for the virtual phone's tests: the real adb binary and adbutils, pointed at phones we start.
+
+Tests use adb ports 5600..5699 so that they never meet other parts' phones.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+import adbutils
+from PIL import Image
+
+ADB = adbutils.adb_path()
+
+
+def adb(
+    serial: str, *args: str, timeout: float = 30, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Runs the real adb client against one phone; never raises on a non-zero exit."""
+    return subprocess.run([ADB, "-s", serial, *args], capture_output=True, timeout=timeout, input=stdin)
+
+
+def sh(serial: str, command: str) -> str:
+    """`adb shell COMMAND` stdout as text (the exit code is ignored)."""
+    return adb(serial, "shell", command).stdout.decode()
+
+
+def device(serial: str) -> adbutils.AdbDevice:
+    return adbutils.AdbClient(host="127.0.0.1", port=5037).device(serial)
+
+
+def reset(serial: str) -> None:
+    out = adb(serial, "emu", "avd", "snapshot", "load", "default_boot").stdout.decode()
+    assert "KO" not in out, out
+
+
+def screenshot(serial: str) -> Image.Image:
+    data = adb(serial, "exec-out", "screencap", "-p").stdout
+    return Image.open(io.BytesIO(data)).convert("RGB")
+
+
+@dataclass(frozen=True)
+class Node:
+    text: str
+    resource_id: str
+    cls: str
+    content_desc: str
+    checked: bool
+    clickable: bool
+    scrollable: bool
+    bounds: tuple[int, int, int, int]
+
+    @property
+    def center(self) -> tuple[int, int]:
+        return (self.bounds[0] + self.bounds[2]) // 2, (self.bounds[1] + self.bounds[3]) // 2
+
+
+def parse_dump(xml: str) -> list[Node]:
+    nodes = []
+    for el in ET.fromstring(xml).iter("node"):
+        nums = [int(v) for v in re.findall(r"\d+", el.get("bounds", ""))]
+        nodes.append(
+            Node(
+                text=el.get("text", ""),
+                resource_id=el.get("resource-id", ""),
+                cls=el.get("class", ""),
+                content_desc=el.get("content-desc", ""),
+                checked=el.get("checked") == "true",
+                clickable=el.get("clickable") == "true",
+                scrollable=el.get("scrollable") == "true",
+                bounds=(nums[0], nums[1], nums[2], nums[3]),
+            )
+        )
+    return nodes
+
+
+def dump(serial: str) -> list[Node]:
+    xml = device(serial).dump_hierarchy()
+    return parse_dump(xml)
+
+
+def find(nodes: list[Node], text: str) -> Node:
+    matches = [n for n in nodes if n.text == text]
+    assert matches, f"no node with text {text!r}; texts: {[n.text for n in nodes if n.text]}"
+    return matches[0]
+
+
+def row_of(nodes: list[Node], title: str) -> Node:
+    """The clickable row that holds the title (the smallest clickable node containing the title)."""
+    t = find(nodes, title)
+    rows = [
+        n
+        for n in nodes
+        if n.clickable
+        and n.bounds[0] <= t.bounds[0]
+        and n.bounds[1] <= t.bounds[1]
+        and n.bounds[2] >= t.bounds[2]
+        and n.bounds[3] >= t.bounds[3]
+    ]
+    assert rows, f"{title!r} is not inside a clickable row"
+    return min(rows, key=lambda n: (n.bounds[2] - n.bounds[0]) * (n.bounds[3] - n.bounds[1]))
+
+
+def tap(serial: str, node: Node) -> None:
+    x, y = node.center
+    assert adb(serial, "shell", "input", "tap", str(x), str(y)).returncode == 0

@@ -1,0 +1,166 @@
+"""The virtual phone as the real adb server and adbutils see it: listing, shell (v2 and legacy), exec-out,
+push/pull, concurrent streams, and malformed protocol input that must not kill the phone."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import socket
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _phones import adb, device, reset, sh
+
+from agent_eval.virtual_device import Fleet, start_fleet
+
+BASE = 5600
+SERIAL = f"emulator-{BASE}"
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[Fleet]:
+    with start_fleet(count=1, base_port=BASE) as f:
+        yield f
+
+
+@pytest.fixture
+def serial(fleet: Fleet) -> str:
+    reset(SERIAL)
+    return SERIAL
+
+
+def test_adb_devices_lists_the_phone_with_its_product_fields(serial: str) -> None:
+    out = subprocess_out("devices", "-l")
+    line = next(ln for ln in out.splitlines() if ln.startswith(serial))
+    assert line.split()[1] == "device"
+    assert "product:sdk_gphone64_x86_64" in line
+    assert "model:sdk_gphone64_x86_64" in line
+    assert "device:emu64x" in line
+
+
+def subprocess_out(*args: str) -> str:
+    import subprocess
+
+    from _phones import ADB
+
+    return subprocess.run([ADB, *args], capture_output=True, timeout=30).stdout.decode()
+
+
+def test_adb_shell_returns_exit_codes_and_separates_stderr(serial: str) -> None:
+    done = adb(serial, "shell", "echo out; echo err >&2; exit 3")
+    assert done.returncode == 3
+    assert done.stdout == b"out\n"
+    assert done.stderr == b"err\n"
+    assert adb(serial, "shell", "true").returncode == 0
+    assert adb(serial, "shell", "false").returncode == 1
+
+
+def test_unknown_command_exits_127_with_androids_message(serial: str) -> None:
+    done = adb(serial, "shell", "foo")
+    assert done.returncode == 127
+    assert done.stderr == b"/system/bin/sh: foo: inaccessible or not found\n"
+
+
+def test_adbutils_shell2_v2_and_legacy_shell(serial: str) -> None:
+    d = device(serial)
+    r = d.shell2("echo hi; ls /nonexistent", v2=True)
+    assert r.returncode == 1
+    assert r.stdout == "hi\n"
+    assert "No such file or directory" in r.stderr
+    # Legacy shell: one stream, stdout and stderr in the order they were produced.
+    assert d.shell("echo a; echo b >&2; echo c") == "a\nb\nc"
+    assert d.shell2("getprop sys.boot_completed").output.strip() == "1"
+
+
+def test_exec_out_is_binary_safe(serial: str) -> None:
+    payload = bytes(range(256)) * 40 + b"\r\n\n\r"
+    device(serial).sync.push(payload, "/sdcard/blob.bin")
+    assert adb(serial, "exec-out", "cat", "/sdcard/blob.bin").stdout == payload
+    # The legacy shell is binary safe too (no \n -> \r\n translation without a pty).
+    assert device(serial).shell(["cat", "/sdcard/blob.bin"], encoding=None) == payload
+
+
+def test_push_and_pull_round_trip_bytes(serial: str, tmp_path: Path) -> None:
+    src = tmp_path / "in.bin"
+    data = bytes((i * 7) % 256 for i in range(300_000))  # several sync DATA chunks
+    src.write_bytes(data)
+    assert adb(serial, "push", str(src), "/sdcard/Download/in.bin").returncode == 0
+    dst = tmp_path / "out.bin"
+    assert adb(serial, "pull", "/sdcard/Download/in.bin", str(dst)).returncode == 0
+    assert dst.read_bytes() == data
+    assert sh(serial, "ls /sdcard/Download") == "in.bin\n"
+    assert sh(serial, "wc -c /sdcard/Download/in.bin") == "300000 /sdcard/Download/in.bin\n"
+    # A push into a directory keeps the file name; a pull of a missing file fails.
+    assert adb(serial, "push", str(src), "/sdcard/").returncode == 0
+    assert "in.bin" in sh(serial, "ls /sdcard")
+    missing = adb(serial, "pull", "/sdcard/nope.txt", str(tmp_path / "x"))
+    assert missing.returncode != 0
+    assert b"does not exist" in missing.stderr or b"No such file" in missing.stderr
+
+
+def test_push_to_read_only_place_fails(serial: str, tmp_path: Path) -> None:
+    src = tmp_path / "f.txt"
+    src.write_text("x")
+    done = adb(serial, "push", str(src), "/system/f.txt")
+    assert done.returncode != 0
+    assert b"Read-only file system" in done.stderr
+
+
+def test_concurrent_streams_do_not_block_each_other(serial: str) -> None:
+    d = device(serial)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        slow = pool.submit(d.shell2, "sleep 2; echo slow")
+        fast = [pool.submit(d.shell2, f"echo {i}") for i in range(6)]
+        results = [f.result(timeout=5).output.strip() for f in fast]
+        # The fast ones all finished while the slow one still sleeps.
+        assert not slow.done()
+        assert results == [str(i) for i in range(6)]
+        assert slow.result(timeout=10).output.strip() == "slow"
+
+
+def _cnxn() -> bytes:
+    banner = b"host::features=shell_v2\0"
+    cmd = 0x4E584E43
+    return struct.pack("<6I", cmd, 0x01000001, 1 << 20, len(banner), 0, cmd ^ 0xFFFFFFFF) + banner
+
+
+def _recv_message(s: socket.socket) -> tuple[int, bytes]:
+    head = b""
+    while len(head) < 24:
+        chunk = s.recv(24 - len(head))
+        if not chunk:
+            raise ConnectionError("closed")
+        head += chunk
+    cmd, _, _, length, _, _ = struct.unpack("<6I", head)
+    data = b""
+    while len(data) < length:
+        data += s.recv(length - len(data))
+    return cmd, data
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"this is not adb at all, just some text" * 2,
+        struct.pack("<6I", 0x4E584E43, 0x01000001, 4096, 0, 0, 0x12345678),  # bad magic
+        struct.pack("<6I", 0x4E45504F, 1, 0, 5, 0, 0x4E45504F ^ 0xFFFFFFFF) + b"echo\0",  # OPEN before CNXN
+        struct.pack("<6I", 0x45545257, 1, 1, 1 << 30, 0, 0x45545257 ^ 0xFFFFFFFF),  # absurd payload length
+    ],
+)
+def test_malformed_message_closes_that_connection_only(serial: str, garbage: bytes) -> None:
+    with socket.create_connection(("127.0.0.1", BASE + 1), timeout=5) as s:
+        s.sendall(garbage)
+        s.settimeout(5)
+        assert s.recv(100) == b""  # the phone hung up on us
+    # ...and still serves the real adb server.
+    assert sh(serial, "echo alive") == "alive\n"
+
+
+def test_handshake_answers_with_device_banner(serial: str) -> None:
+    with socket.create_connection(("127.0.0.1", BASE + 1), timeout=5) as s:
+        s.sendall(_cnxn())
+        cmd, data = _recv_message(s)
+    assert cmd == 0x4E584E43
+    assert data.startswith(b"device::ro.product.name=sdk_gphone64_x86_64;")
+    assert b"features=shell_v2" in data and b"delayed_ack" not in data
