@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import adbutils
 import pytest
 from scripted_endpoint import DONE, WAIT, Move, ScriptedEndpoint, free_port, tap
 
@@ -235,3 +237,23 @@ def test_a_phone_that_disappears_mid_episode_is_an_infra_error(tmp_path: Path) -
     (episode,) = episodes(tmp_path / "run")
     assert episode["outcome"] == "infra_error" and serial in episode["error"]
     assert episode["steps"] == 2
+
+
+def test_without_a_device_it_starts_a_virtual_phone_and_stops_it(tmp_path: Path) -> None:
+    # A private adb server, so the phones other tests (or people) have connected are not "a connected device".
+    adb_port = "5898"
+    env = {**_env(), "ANDROID_ADB_SERVER_PORT": adb_port}
+    try:
+        with ScriptedEndpoint([*TO_WIFI, tap("Wi-Fi"), DONE]) as server:
+            args = [AGENT_EVAL, "run", str(WIFI_ON), "--endpoint", server.url, "--model", "scripted"]
+            args += ["--run-dir", str(tmp_path / "run"), "--phone-port", "5850"]
+            result = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, check=False)
+        assert result.returncode == 0, result.stderr
+        assert "no device connected: starting a virtual phone on adb port 5851" in result.stdout
+        (episode,) = episodes(tmp_path / "run")
+        assert episode["outcome"] == "success" and episode["device"] == "emulator-5850"
+        # The phone was stopped afterwards: nothing listens on its adb port any more.
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", 5851)) != 0
+    finally:
+        subprocess.run([adbutils.adb_path(), "-P", adb_port, "kill-server"], capture_output=True, check=False)

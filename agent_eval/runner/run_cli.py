@@ -6,6 +6,7 @@ Picks or starts the device, opens (or continues) the run directory, prints outco
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,8 +36,21 @@ OUTCOME_STYLE = {
 }
 
 
+def free_phone_port(start: int) -> int:
+    """The first even port from `start` on where a phone's console (P) and adb port (P+1) are both free."""
+    for base in range(start - start % 2, start + 400, 2):
+        try:
+            for port in (base, base + 1):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise InfraError(f"no free port pair for a virtual phone in {start}..{start + 400}; pass --device")
+
+
 @contextlib.contextmanager
-def device_for_run(serial: str | None, console: Console) -> Iterator[Device]:
+def device_for_run(serial: str | None, console: Console, phone_port: int = 5554) -> Iterator[Device]:
     """The device to run on: the one asked for, else a connected one, else a virtual phone started here."""
     if serial is not None:
         yield Device(serial)
@@ -51,8 +65,9 @@ def device_for_run(serial: str | None, console: Console) -> Iterator[Device]:
         return
     from agent_eval.virtual_device import start_fleet
 
-    console.print("[dim]no device connected: starting a virtual phone")
-    with start_fleet(count=1) as fleet:
+    base = free_phone_port(phone_port)
+    console.print(f"[dim]no device connected: starting a virtual phone on adb port {base + 1}")
+    with start_fleet(count=1, base_port=base) as fleet:
         console.print(f"[dim]virtual phone {fleet.serials[0]} is up")
         yield Device(fleet.serials[0])
 
@@ -136,6 +151,13 @@ def _with_max_steps(tasks: Sequence[Task], max_steps: int | None) -> list[Task]:
     "--timeout", "timeout_s", type=float, default=120.0, show_default=True, help="Seconds per request."
 )
 @click.option("--max-attempts", type=click.IntRange(min=1), default=3, show_default=True, help="Per episode.")
+@click.option(
+    "--phone-port",
+    type=int,
+    default=5554,
+    show_default=True,
+    help="Console port of a phone started here.",
+)
 def run_command(
     tasks: tuple[Path, ...],
     endpoint_url: str,
@@ -152,6 +174,7 @@ def run_command(
     max_tokens: int,
     timeout_s: float,
     max_attempts: int,
+    phone_port: int,
 ) -> None:
     """Run TASK files (or folders of them) against one OpenAI-compatible chat endpoint."""
     console = Console(highlight=False, soft_wrap=True)
@@ -194,7 +217,7 @@ def run_command(
     store.open(new_manifest(run_dir.name, config, loaded, [manifest]))
     cells = [Cell(build_name, task, seed) for task in loaded for seed in range(seeds)]
     try:
-        with ChatClient(endpoint) as client, device_for_run(serial, console) as device:
+        with ChatClient(endpoint) as client, device_for_run(serial, console, phone_port) as device:
             policy = LLMPolicy(client, accepts_images=images)
             agent = BuildAgent(build_name, lambda instance: policy, manifest)
             console.print(
