@@ -1,5 +1,5 @@
 """The emulator console of the virtual phone: auth against the token file, snapshots through `adb emu`
-(save/load/list/delete restore the whole state), KO errors, and two phones that run side by side independently."""
+(save/load/list/delete restore the whole state), KO errors, and two phones side by side, independent."""
 
 from __future__ import annotations
 

@@ -128,10 +128,15 @@ def start_fleet(
 
 
 def _tail(path: Path) -> str:
+    """The phone process's own error message if it printed one, else the last line of its log."""
     try:
-        return path.read_text(errors="replace").strip().splitlines()[-1]
-    except (OSError, IndexError):
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
         return "(no log)"
+    errors = [ln for ln in lines if ln.startswith("agent-eval: error: ")]
+    if errors:
+        return errors[-1].removeprefix("agent-eval: error: ")
+    return lines[-1] if lines else "(empty log)"
 
 
 def _wait_online(serials: list[str], timeout: float, fleet: Fleet) -> None:

@@ -129,8 +129,10 @@ def serve(
             _die_with_parent()
 
             def wait_eof() -> None:
-                while sys.stdin.buffer.read(4096):
-                    pass
+                # A raw read: a buffered stdin would hold a lock that blocks interpreter shutdown.
+                with contextlib.suppress(OSError):
+                    while os.read(sys.stdin.fileno(), 4096):
+                        pass
                 loop.call_soon_threadsafe(stop.set)
 
             threading.Thread(target=wait_eof, daemon=True, name="stdin-eof").start()
