@@ -77,7 +77,7 @@ class TaskComparison(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    task_id: str = Field(description="The task.")
+    task_id: str = Field(description="The task whose seeds are compared.")
     metric: Metric = Field(description="navigation or success.")
     pairs: int = Field(description="Paired seeds on this task.")
     b: int = Field(description="Seeds the reference got right and the build wrong.")
