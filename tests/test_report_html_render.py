@@ -7,18 +7,22 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 from PIL import Image
+from scripted_endpoint import DONE, ScriptedEndpoint, tap
 
-from agent_eval.records import EpisodeRecord, Outcome
+from agent_eval.device.uitree import parse_ui
+from agent_eval.records import EpisodeRecord, Outcome, StepRecord
 from agent_eval.report.html import write_html_report
 from agent_eval.report.markdown import write_scorecard
 from agent_eval.report.synthetic import SyntheticRun, write_synthetic_run
-from agent_eval.scoring.scorecard import score_run
+from agent_eval.scoring.scorecard import Scorecard, score_run
+from agent_eval.virtual_device import start_fleet
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
@@ -26,6 +30,9 @@ pytestmark = pytest.mark.skipif(
 )
 # A real small run can be pointed at instead of the synthetic one (its episodes must include an undone one).
 REAL_RUN = os.environ.get("AGENT_EVAL_REPORT_TEST_RUN")
+REPO = Path(__file__).resolve().parent.parent
+AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")
+PHONE_PORT = 5960  # the report's own virtual phone; other parts' tests use 5600..5900
 
 
 def _chromium(url: str, profile: Path, *extra: str) -> str:
@@ -96,6 +103,9 @@ class _Dom(HTMLParser):
         return "".join(self.texts[index]).strip()
 
 
+Rendered = tuple[Path, dict[str, Any], EpisodeRecord, _Dom]
+
+
 def _lookup(document: Any, path: str) -> Any:
     for part in path.split("."):
         document = document[int(part)] if isinstance(document, list) else document[part]
@@ -106,17 +116,45 @@ def _shown_number(text: str) -> float:
     return float(text.strip().replace("−", "-").replace("+", ""))
 
 
-@pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], EpisodeRecord, _Dom]:
+def _synthetic_run(base: Path) -> Path:
+    run_dir = base / "run-1"
+    spec = SyntheticRun(builds=("bf16", "w8a8", "w4a16"), tasks=("wifi_on", "bt_off"), seeds=4)
+    write_synthetic_run(run_dir, spec)
+    return run_dir
+
+
+def _virtual_phone_run(base: Path) -> Path:
+    """A real run, as a user makes one: `agent-eval run` on the virtual phone, a scripted endpoint that turns
+    Wi-Fi on and off again, then `agent-eval report`."""
+    run_dir = base / "run-phone"
+    script = [tap("Settings"), tap("Network & internet"), tap("Internet"), tap("Wi-Fi"), tap("Wi-Fi"), DONE]
+    env = {**os.environ, "COLUMNS": "200", "HF_HUB_OFFLINE": "1"}
+    with start_fleet(count=1, base_port=PHONE_PORT) as fleet, ScriptedEndpoint(script) as endpoint:
+        run = [AGENT_EVAL, "run", str(REPO / "tasks" / "wifi_on.yaml"), "--endpoint", endpoint.url,
+               "--model", "scripted", "--seeds", "1", "--device", fleet.serials[0],
+               "--run-dir", str(run_dir)]  # fmt: skip
+        done = subprocess.run(
+            run, capture_output=True, text=True, timeout=300, cwd=REPO, env=env, check=False
+        )
+        assert done.returncode == 0, done.stderr
+    done = subprocess.run([AGENT_EVAL, "report", str(run_dir)], capture_output=True, text=True, timeout=120,
+                          env=env, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return run_dir
+
+
+@pytest.fixture(scope="module", params=["synthetic", pytest.param("virtual-phone", marks=pytest.mark.slow)])
+def rendered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Rendered:
+    base = tmp_path_factory.mktemp("runs")
     if REAL_RUN:
         run_dir = Path(REAL_RUN)
+    elif request.param == "synthetic":
+        run_dir = _synthetic_run(base)
+        write_scorecard(run_dir, score_run(run_dir))
     else:
-        run_dir = tmp_path_factory.mktemp("runs") / "run-1"
-        write_synthetic_run(
-            run_dir, SyntheticRun(builds=("bf16", "w8a8", "w4a16"), tasks=("wifi_on", "bt_off"), seeds=4)
-        )
-    card = score_run(run_dir)
-    write_scorecard(run_dir, card)
+        run_dir = _virtual_phone_run(base)
+    # The page is made from the scorecard as saved, the way `agent-eval report` and `view` make it.
+    card = Scorecard.model_validate_json((run_dir / "scorecard.json").read_text())
     report = write_html_report(run_dir, card, thumbnail_budget_s=None)
     episodes = [
         EpisodeRecord.model_validate_json(line)
@@ -132,14 +170,15 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return run_dir, json.loads((run_dir / "scorecard.json").read_text()), undone, dom
 
 
-Rendered = tuple[Path, dict[str, Any], EpisodeRecord, _Dom]
-
-
 def test_every_number_on_the_page_is_the_one_in_scorecard_json(rendered: Rendered) -> None:
     _, scorecard, _, dom = rendered
     cells = dom.having("data-path")
-    assert len(cells) > 100
+    assert len(cells) >= 30 * len(scorecard["builds"])
     paths = {dom.attrs[i]["data-path"] for i in cells}
+    for i, _ in enumerate((scorecard["regression"] or {}).get("builds", [])):
+        assert (
+            f"regression.builds.{i}.success.verdict" in paths and f"regression.builds.{i}.sentence" in paths
+        )
     for i, build in enumerate(scorecard["builds"]):
         for metric in ("navigation", "recognition", "success"):
             assert f"builds.{i}.{metric}.rate" in paths, (build["build"], metric)
@@ -214,3 +253,23 @@ def test_the_page_screenshot_is_kept_in_the_run_directory(rendered: Rendered) ->
         assert shot.size == (1400, 5000)
         colours = shot.convert("RGB").getcolors(maxcolors=1 << 16)
     assert colours is None or len(colours) > 50  # tables, plots and screenshots, not a blank page
+
+
+def test_each_tap_is_drawn_on_the_centre_of_the_element_it_named(rendered: Rendered) -> None:
+    run_dir, _, undone, dom = rendered
+    [section] = [
+        i for i in dom.having("data-build", undone.build) if "episode" in dom.attrs[i].get("class", "")
+    ]
+    episode_dir = run_dir / undone.episode_dir
+    checked = 0
+    for line in (episode_dir / "steps.jsonl").read_text().splitlines():
+        step = StepRecord.model_validate_json(line)
+        if step.action is None or step.action.type != "tap" or step.action.element is None or not step.ui_xml:
+            continue
+        elements, _ = parse_ui((episode_dir / step.ui_xml).read_text())
+        centre = next(e.bounds.center for e in elements if e.index == step.action.element)
+        [card] = [i for i in dom.having("data-step", str(step.step), within=section)]
+        [circle] = [i for i in dom.having("class", "tap", within=card)]
+        assert (int(dom.attrs[circle]["cx"]), int(dom.attrs[circle]["cy"])) == centre
+        checked += 1
+    assert checked > 0

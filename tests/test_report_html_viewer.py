@@ -13,7 +13,7 @@ from agent_eval.records import Outcome
 from agent_eval.report.run_files import read_episodes, read_steps
 from agent_eval.report.synthetic import SyntheticRun, ui_xml, write_synthetic_run
 from agent_eval.report.thumbnails import THUMB_WIDTH, thumbnail
-from agent_eval.report.trajectory import _uitree_centres, describe, episode_view, overlay
+from agent_eval.report.trajectory import _uitree_centres, describe, element_name, episode_view, overlay
 
 WIDTH, HEIGHT = 1080, 2400
 
@@ -125,3 +125,29 @@ def test_an_episode_view_has_every_step_with_its_thumbnail_answer_and_goal(tmp_p
         assert step["goal"] == record.goal_after
         assert step["total_s"] == round(sum(record.latency.model_dump().values()), 3)
     assert view["steps"][-1]["overlay"]["kind"] == "done"
+
+
+def test_a_step_that_names_an_element_says_which_one_the_agent_saw() -> None:
+    lines = ['[0] TextView "Clock"', '[3] Switch "Wi-Fi" checked=false', "[4] View id=toolbar"]
+    assert element_name(lines, 3) == '"Wi-Fi"'
+    assert element_name(lines, 4) == "View id=toolbar"
+    assert element_name(lines, 9) == ""
+
+
+def test_the_viewer_labels_a_tap_with_the_elements_label(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_synthetic_run(run, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=3))
+    labelled = 0
+    for episode in read_episodes(run).final:
+        steps = read_steps(run, episode)
+        view = episode_view(run, episode, steps)
+        for shown, record in zip(view["steps"], steps, strict=True):
+            if (
+                record.action is not None
+                and record.action.type == "tap"
+                and record.action.element is not None
+            ):
+                name = element_name(record.elements, record.action.element)
+                assert name and shown["overlay"]["label"] == f"tap [{record.action.element}] {name}"
+                labelled += 1
+    assert labelled > 0

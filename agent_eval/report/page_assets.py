@@ -10,7 +10,7 @@ STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 0 auto; max-width: 1500px; padding: 12px 20px;
   color: #222; }
 h1 { font-size: 20px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid var(--line); }
-table { border-collapse: collapse; margin: 8px 0; }
+table { border-collapse: collapse; margin: 8px 0; } .wide { overflow-x: auto; }
 th, td { border: 1px solid var(--line); padding: 3px 7px; text-align: right; white-space: nowrap; }
 th { background: #f4f4f4; } td.name, th.name { text-align: left; }
 td.ci { color: var(--muted); font-size: 12px; }

@@ -27,7 +27,7 @@ class Part:
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def _svg(width: int, height: int, body: list[str], title: str) -> str:
@@ -50,7 +50,7 @@ def _legend(parts: Sequence[Part], x: int, y: int) -> list[str]:
 def rates_chart(builds: Sequence[str], metrics: Sequence[str], rates: dict[tuple[str, str], Interval]) -> str:
     """Per build, one bar per metric with its interval as a whisker; rates are on a 0–1 axis."""
     left, top, plot_h, group_w, bar_w = 50, 30, 200, 40 + 34 * len(metrics), 26
-    width = left + group_w * max(1, len(builds)) + 20
+    width = max(left + group_w * max(1, len(builds)) + 20, left + 130 * len(metrics))
     height = top + plot_h + 50
     body = _legend([Part(m, PALETTE[i % len(PALETTE)]) for i, m in enumerate(metrics)], left, 16)
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
@@ -122,6 +122,8 @@ def grouped_bars(
     title: str,
 ) -> str:
     """Per row, one horizontal bar per part on a shared axis (missing values leave a gap)."""
+    if all(v is None for vs in values.values() for v in vs):
+        return _svg(300, 40, [f'<text x="10" y="24">{escape(title)}: not recorded in this run</text>'], title)
     left, top, bar_h, plot_w = 90, 30, 14, 420
     largest = max((v for vs in values.values() for v in vs if v is not None), default=0.0) or 1.0
     group_h = bar_h * len(parts) + 12

@@ -68,9 +68,9 @@ def _rate_cells(r: Rate, path: str) -> str:
 
 def _table(headers: Sequence[str], rows: Sequence[str], table_id: str) -> str:
     head = "".join(f'<th class="{"name" if i == 0 else ""}">{h}</th>' for i, h in enumerate(headers))
-    return (
-        f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
-    )
+    # Wide tables scroll inside their own box rather than pushing the page sideways.
+    table = f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return f'<div class="wide">{table}</div>'
 
 
 def _build_name(name: str, reference: bool) -> str:

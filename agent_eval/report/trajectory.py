@@ -7,8 +7,9 @@ placed by re-reading the step's UI dump with the same parser that numbered the e
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,14 @@ def overlay(
     return Overlay(kind.value, label)
 
 
+def element_name(lines: list[str], number: int) -> str:
+    """What the agent was shown for element `number`: its quoted label when it has one, e.g. "Wi-Fi"."""
+    prefix = f"[{number}] "
+    line = next((line[len(prefix) :] for line in lines if line.startswith(prefix)), "")
+    quoted = re.search(r'"(?:[^"\\]|\\.)*"', line)
+    return quoted.group(0) if quoted else line[:40]
+
+
 def _read_text(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
@@ -130,6 +139,11 @@ def step_view(
     needs_xml = step.action is not None and step.action.element is not None and step.ui_xml is not None
     xml = _read_text(episode_dir / step.ui_xml) if needs_xml and step.ui_xml else None
     latency = step.latency.model_dump()
+    drawn = overlay(step.action, width, height, xml, centres)
+    if step.action is not None and step.action.element is not None:
+        drawn = replace(
+            drawn, label=f"{drawn.label} {element_name(step.elements, step.action.element)}".strip()
+        )
     return {
         "n": step.step,
         "thumb": shot.path if shot else None,
@@ -138,11 +152,7 @@ def step_view(
         else None,
         "w": width,
         "h": height,
-        "overlay": {
-            k: v
-            for k, v in asdict(overlay(step.action, width, height, xml, centres)).items()
-            if v is not None
-        },
+        "overlay": {k: v for k, v in asdict(drawn).items() if v is not None},
         "raw": step.raw_answer,
         "invalid": step.invalid_reason,
         "elements": step.elements,
