@@ -1,4 +1,4 @@
-"""Running fleets of virtual phones: `agent-eval device start|stop`, start_fleet's child dying with its parent,
+"""Running fleets of virtual phones: `agent-eval device start|stop`, the child dying with its parent,
 ports already in use, and adb key authentication."""
 
 from __future__ import annotations

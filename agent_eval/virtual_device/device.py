@@ -97,6 +97,9 @@ class VirtualDevice:
         self.connections.add(conn)
         try:
             await conn.run()
+        except asyncio.CancelledError:
+            # The loop is shutting down; the connection ends here (asyncio would log the cancellation).
+            conn.abort()
         finally:
             self.connections.discard(conn)
             self._last_seen = time.monotonic()
