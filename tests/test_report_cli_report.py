@@ -106,6 +106,11 @@ def test_report_prints_verdicts_and_tables_and_writes_the_scorecard(run_dir: Pat
     assert "# Scorecard: run grid-1" in md
     assert "- w4a16: navigation non-inferior; completion recognition REGRESSION, −0.40 [" in md
     assert "| w4a16 | 4.0 | completion recognition | 30 | 12 | 0 |" in md
+    # The HTML page is rewritten from the same scorecard.
+    assert (
+        "w4a16: navigation non-inferior; completion recognition REGRESSION"
+        in (run_dir / "report.html").read_text()
+    )
 
 
 def test_scorecard_numbers_match_the_episodes_file(run_dir: Path) -> None:
@@ -136,6 +141,7 @@ def test_options_override_and_no_write(run_dir: Path) -> None:
     assert "bf16: navigation" in result.output
     assert "Drill-down by task" in result.output
     assert not (run_dir / "scorecard.json").exists()
+    assert not (run_dir / "report.html").exists()
     bad = CliRunner().invoke(cli, ["report", str(run_dir), "--margin", "1.5"])
     assert bad.exit_code == 2 and "--margin" in bad.output
 

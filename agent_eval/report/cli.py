@@ -23,11 +23,12 @@ import click
     help="Non-inferiority margin δ, a drop in rate (default: as run.json says, else 0.10).",
 )
 @click.option("--drill-down", is_flag=True, help="Also print the per-task drill-down (exploratory).")
+@click.option("--html/--no-html", default=True, show_default=True, help="Also write report.html.")
 @click.option(
-    "--no-write", is_flag=True, help="Print only; do not (re)write scorecard.json and scorecard.md."
+    "--no-write", is_flag=True, help="Print only; write no scorecard.json, scorecard.md or report.html."
 )
 def report_command(
-    run_dir: Path, reference: str | None, margin: float | None, drill_down: bool, no_write: bool
+    run_dir: Path, reference: str | None, margin: float | None, drill_down: bool, html: bool, no_write: bool
 ) -> None:
     """Score RUN_DIR (runs/<id>): rates with intervals, regression verdicts, cost; save the scorecard."""
     from rich.console import Console
@@ -40,6 +41,11 @@ def report_command(
     # Piped output gets a fixed width wide enough for the tables instead of rich's 80-column fallback.
     console = Console(width=None if sys.stdout.isatty() else 200)
     render(card, console, drill_down=drill_down)
-    if not no_write:
-        json_path, md_path = write_scorecard(run_dir, card)
-        console.print(f"\nwrote {json_path} and {md_path}")
+    if no_write:
+        return
+    written = list(write_scorecard(run_dir, card))
+    if html:
+        from agent_eval.report.html import write_html_report
+
+        written.append(write_html_report(run_dir, card))
+    console.print("\nwrote " + ", ".join(str(path) for path in written))
