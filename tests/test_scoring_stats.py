@@ -163,3 +163,17 @@ def test_episodes_needed_for_0_9_to_0_7_is_about_59() -> None:
     assert episodes_needed(0.9, 0.1) > n > episodes_needed(0.9, 0.4)  # type: ignore[operator]
     assert episodes_needed(0.05, 0.1) is None
     assert episodes_needed(0.9, 0.0) is None
+
+
+def test_coverage_at_p_0_9_n_5_is_what_the_protocol_says() -> None:
+    # Exact coverage: the chance, over the 6 possible outcomes, that the interval holds the true 0.9.
+    def coverage(method: str) -> float:
+        total = 0.0
+        for k in range(6):
+            interval = wilson_interval(k, 5) if method == "wilson" else clopper_pearson_interval(k, 5)
+            assert interval is not None
+            total += stats.binom.pmf(k, 5, 0.9) * (interval.low <= 0.9 <= interval.high)
+        return total
+
+    assert coverage("wilson") == pytest.approx(0.92, abs=0.005)
+    assert coverage("beta") == pytest.approx(0.99, abs=0.005)
