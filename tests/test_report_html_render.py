@@ -164,9 +164,8 @@ def rendered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     url = f"{report.as_uri()}#task={undone.task_id}&seed={undone.seed}"
     profile = tmp_path_factory.mktemp("chromium")
     dom = _Dom()
-    dom.feed(_chromium(url, profile, "--dump-dom"))
-    shot = run_dir / "report-screenshot.png"
-    _chromium(url, profile, f"--screenshot={shot}")
+    # One page load gives both: the rendered DOM on stdout and the page's picture, kept with the run.
+    dom.feed(_chromium(url, profile, "--dump-dom", f"--screenshot={run_dir / 'report-screenshot.png'}"))
     return run_dir, json.loads((run_dir / "scorecard.json").read_text()), undone, dom
 
 
