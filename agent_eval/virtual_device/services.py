@@ -8,18 +8,14 @@ from __future__ import annotations
 import asyncio
 import posixpath
 import struct
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING
 
 from agent_eval.virtual_device import android, builtins, system_commands  # noqa: F401  (register commands)
 from agent_eval.virtual_device.phone import Phone
 from agent_eval.virtual_device.shell import Output, Shell, program_names
 from agent_eval.virtual_device.storage import PhoneError
 from agent_eval.virtual_device.transport import Service, Stream
-
-if TYPE_CHECKING:
-    pass
 
 PROMPT = b"emu64x:/ $ "
 MTIME = 1767225600  # 2026-01-01: files carry one fixed time so snapshots compare equal
@@ -78,7 +74,7 @@ class Services:
 
     async def _shell(self, stream: Stream, cmd: str, v2: bool, pty: bool) -> None:
         if not cmd:
-            await self._interactive(stream, v2)
+            await self._interactive(stream, v2, pty)
             return
         result = await self._run(cmd)
         if result is None:
@@ -92,63 +88,60 @@ class Services:
             data = b"".join(d for _, d in out.chunks)
             await stream.write(data.replace(b"\n", b"\r\n") if pty else data)
 
-    async def _interactive(self, stream: Stream, v2: bool) -> None:
-        """A line-mode interactive shell, as `adb shell` with no command gets (echo, prompt, CRLF)."""
+    async def _interactive(self, stream: Stream, v2: bool, pty: bool) -> None:
+        """`adb shell` with no command, line by line; a pty echoes, prompts and ends lines with CRLF."""
         shell = Shell(self.phone)
         loop = asyncio.get_running_loop()
 
-        async def emit(data: bytes) -> None:
-            await stream.write(_v2(1, data) if v2 else data)
+        async def emit(fd: int, data: bytes) -> None:
+            if pty:
+                data = data.replace(b"\n", b"\r\n")
+            if data:
+                await stream.write(_v2(fd if v2 else 1, data) if v2 else data)
 
-        await emit(PROMPT)
-        line = bytearray()
-        pending = b""
-        while True:
-            chunk = await stream.read()
-            if chunk is None:
-                return
+        async def finish(code: int) -> None:
             if v2:
-                pending += chunk
-                data = b""
-                while len(pending) >= 5:
-                    pid, n = struct.unpack_from("<BI", pending)
-                    if len(pending) < 5 + n:
-                        break
-                    if pid == 0:
-                        data += pending[5 : 5 + n]
-                    elif pid == 4:
-                        data += b"\x04"
-                    pending = pending[5 + n :]
-            else:
-                data = chunk
-            for byte in data:
+                await stream.write(_v2(3, bytes([code & 0xFF])))
+
+        if pty:
+            await emit(1, PROMPT)
+        line = bytearray()
+        for data in _stdin(stream, v2):
+            chunk = await data
+            if chunk is None:  # stdin closed: the shell exits with its last status
+                await finish(shell.last_rc)
+                return
+            for byte in chunk:
                 ch = bytes([byte])
-                if ch in (b"\r", b"\n"):
-                    await emit(b"\r\n")
-                    text = line.decode("utf-8", "replace").strip()
-                    line.clear()
-                    if text in ("exit", "logout") or text.startswith("exit "):
-                        code = (
-                            int(text.split()[1]) if len(text.split()) > 1 and text.split()[1].isdigit() else 0
-                        )
-                        if v2:
-                            await stream.write(_v2(3, bytes([code & 0xFF])))
-                        return
-                    if text:
-                        out, _ = await loop.run_in_executor(self.executor, shell.run, text)
-                        await emit(b"".join(d for _, d in out.chunks).replace(b"\n", b"\r\n"))
-                    await emit(PROMPT)
-                elif ch == b"\x04" and not line:
-                    if v2:
-                        await stream.write(_v2(3, b"\x00"))
+                if ch == b"\x04" and not line:
+                    await finish(shell.last_rc)
                     return
-                elif ch in (b"\x7f", b"\x08"):
+                if ch in (b"\x7f", b"\x08"):
                     if line:
                         line.pop()
-                        await emit(b"\x08 \x08")
-                else:
+                        if pty:
+                            await emit(1, b"\x08 \x08")
+                    continue
+                if ch not in (b"\r", b"\n"):
                     line += ch
-                    await emit(ch)
+                    if pty:
+                        await emit(1, ch)
+                    continue
+                if pty:
+                    await emit(1, b"\n")
+                text = line.decode("utf-8", "replace").strip()
+                line.clear()
+                words = text.split()
+                if words[:1] in (["exit"], ["logout"]):
+                    await finish(int(words[1]) if len(words) > 1 and words[1].isdigit() else shell.last_rc)
+                    return
+                if text:
+                    out, _ = await loop.run_in_executor(self.executor, shell.run, text)
+                    for fd, part in out.chunks:
+                        await emit(fd, part)
+                if pty:
+                    await emit(1, PROMPT)
+        await finish(shell.last_rc)
 
     async def _sync(self, stream: Stream, _service: str) -> None:
         reader = _Reader(stream)
@@ -229,6 +222,36 @@ class Services:
         if data is None:
             return 0, 0, 0
         return FILE_MODE, len(data), MTIME
+
+
+def _stdin(stream: Stream, v2: bool) -> Iterator[Awaitable[bytes | None]]:
+    """Stdin of an interactive shell as awaitables of bytes (None at EOF), unwrapping shell v2 packets."""
+    pending = bytearray()
+
+    async def next_chunk() -> bytes | None:
+        while True:
+            chunk = await stream.read()
+            if chunk is None:
+                return None
+            if not v2:
+                return chunk
+            pending.extend(chunk)
+            data = bytearray()
+            while len(pending) >= 5:
+                pid, n = struct.unpack_from("<BI", pending)
+                if len(pending) < 5 + n:
+                    break
+                if pid == 0:
+                    data += pending[5 : 5 + n]
+                elif pid == 4:  # close-stdin
+                    del pending[: 5 + n]
+                    return bytes(data) + b"\x04" if data else None
+                del pending[: 5 + n]
+            if data:
+                return bytes(data)
+
+    while True:
+        yield next_chunk()
 
 
 def _fail(msg: str) -> bytes:
