@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import struct
+import subprocess
+import time
 from collections.abc import Iterator
 
+import adbutils
 import pytest
 
 from agent_eval.action import Action, ActionType
@@ -183,6 +186,33 @@ def test_unknown_and_vanished_devices_raise_device_not_found() -> None:
     with virtual_device.start_fleet(count=1, base_port=BASE_PORT + 10) as fleet:
         doomed = Device(fleet.serials[0])
         obs = doomed.observe()
+    # The adb server may list a vanished emulator as offline for a moment before it drops it.
+    with pytest.raises(DeviceError, match=f"adb device {doomed.serial} (disappeared|went offline) while"):
+        doomed.act(Action(type=ActionType.KEY, key="back"), obs)
     with pytest.raises(DeviceNotFoundError, match="disappeared"):
-        for _ in range(20):  # the adb server notices the closed transport within a moment
+        for _ in range(50):
             doomed.act(Action(type=ActionType.KEY, key="back"), obs)
+            time.sleep(0.1)
+
+
+def test_a_serial_without_an_emulator_console_falls_back_to_stopping_apps() -> None:
+    # `adb connect` gives the same phone a network serial: adb emu cannot reach a console through it,
+    # like a real phone over Wi-Fi adb. Nothing in the driver may depend on the serial's form.
+    adb = adbutils.adb_path()
+    with virtual_device.start_fleet(count=1, base_port=BASE_PORT + 20) as fleet:
+        address = f"127.0.0.1:{BASE_PORT + 21}"
+        assert "connected" in subprocess.run([adb, "connect", address], capture_output=True, text=True).stdout
+        try:
+            networked = Device(address)
+            emulator = Device(fleet.serials[0])
+            assert not networked.has_snapshots() and emulator.has_snapshots()
+            networked.open_app("Settings")
+            obs = networked.observe()
+            networked.act(Action(type=ActionType.TAP, element=find(obs, "Display")), obs)
+            networked.reset("default_boot")
+            assert networked.last_reset == "no snapshot"
+            assert "launcher" in networked.focused_activity()
+            networked.open_app("Settings")
+            assert networked.focused_activity() == SETTINGS
+        finally:
+            subprocess.run([adb, "disconnect", address], capture_output=True)

@@ -10,15 +10,14 @@ import contextlib
 import re
 import shlex
 import struct
-import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import adbutils
 
 from agent_eval.action import Action, ActionType
 from agent_eval.device import gestures
+from agent_eval.device.adb import ShellResult, listed_devices, online_serials, run_emu, short_component
 from agent_eval.device.observation import Bounds, Element, Observation
 from agent_eval.device.uitree import parse_ui
 from agent_eval.errors import DeviceError, DeviceNotFoundError, InvalidActionError
@@ -29,49 +28,7 @@ _RESUMED = re.compile(r"ResumedActivity[:=]\s*ActivityRecord\{\S+ u\d+ ([^\s}]+/
 _FOCUS = re.compile(r"mCurrentFocus=Window\{\S+ u\d+ ([^\s}]+/[^\s}]+)")
 _NO_CONSOLE = ("no emulator detected", "unable to connect", "could not connect", "error: ")
 
-
-@dataclass(frozen=True)
-class ShellResult:
-    output: str  # stdout and stderr as the device produced them
-    exit_code: int
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0
-
-
-def short_component(component: str) -> str:
-    """`pkg/pkg.Act` → `pkg/.Act`, the form `am` and `dumpsys activity` print."""
-    package, _, cls = component.partition("/")
-    if cls.startswith(package + "."):
-        cls = cls[len(package) :]
-    return f"{package}/{cls}" if cls else package
-
-
-def listed_devices(client: adbutils.AdbClient) -> dict[str, str]:
-    """serial → state as `adb devices` lists them; starts the adb server (as adb does) if none runs."""
-    try:
-        return {info.serial: info.state for info in client.list()}
-    except (adbutils.AdbError, OSError) as first:
-        if client.host not in ("127.0.0.1", "localhost"):
-            raise DeviceError(
-                f"cannot reach the adb server at {client.host}:{client.port}: {first}"
-            ) from first
-        server = [adbutils.adb_path(), "-P", str(client.port), "start-server"]
-        try:
-            subprocess.run(server, capture_output=True, timeout=30, check=False)
-            return {info.serial: info.state for info in client.list()}
-        except (adbutils.AdbError, OSError, subprocess.TimeoutExpired) as e:
-            raise DeviceError(
-                f"cannot reach or start the adb server on port {client.port}: {e}; try `adb start-server`"
-            ) from e
-
-
-def online_serials(adb: adbutils.AdbClient | None = None) -> list[str]:
-    """Serials the adb server lists in state `device` (online and authorised)."""
-    return [
-        serial for serial, state in listed_devices(adb or adbutils.AdbClient()).items() if state == "device"
-    ]
+__all__ = ["Device", "ShellResult", "online_serials", "short_component"]
 
 
 class Device:
@@ -122,9 +79,10 @@ class Device:
             states = self._listed_states()
             if self.serial not in states:
                 raise DeviceNotFoundError(f"adb device {self.serial} disappeared while {doing}: {e}") from e
-            raise DeviceError(
-                f"adb device {self.serial} ({states[self.serial]}) failed while {doing}: {e}"
-            ) from e
+            state = states[self.serial]
+            if state != "device":
+                raise DeviceError(f"adb device {self.serial} went {state} while {doing}: {e}") from e
+            raise DeviceError(f"adb device {self.serial} failed while {doing}: {e}") from e
 
     def shell(self, cmd: str, timeout_s: float = 10) -> ShellResult:
         """Run `cmd` in the device's shell; a non-zero exit is returned, not raised."""
@@ -342,21 +300,28 @@ class Device:
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
+    def _emu(self, *args: str, timeout_s: float) -> tuple[int, str]:
+        return run_emu(self._client, self.serial, list(args), timeout_s)
+
     def emu(self, *args: str, timeout_s: float = 120) -> str:
-        """Send a console command through `adb emu` (the adb CLI); returns its output, "KO:" lines too."""
-        cmd = [adbutils.adb_path(), "-H", self._client.host, "-P", str(self._client.port), "-s", self.serial]
-        cmd += ["emu", *args]
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
-        except subprocess.TimeoutExpired as e:
-            raise DeviceError(f"adb device {self.serial}: `adb emu {' '.join(args)}` timed out") from e
-        return done.stdout + done.stderr
+        """Send a console command through `adb emu` (the adb CLI); returns its output, "KO:" lines too.
+
+        Raises DeviceError when no console answers (not an emulator, or it is gone)."""
+        code, out = self._emu(*args, timeout_s=timeout_s)
+        if code != 0:
+            raise DeviceError(
+                f"adb device {self.serial} has no emulator console answering `adb emu {' '.join(args)}` "
+                f"(exit {code}): {out.strip()[:200]}"
+            )
+        return out
 
     def has_snapshots(self) -> bool:
         """Whether the device has an emulator console that answers snapshot commands."""
         if self._has_console is None:
-            out = self.emu("avd", "snapshot", "list", timeout_s=30)
-            self._has_console = not any(marker in out.lower() for marker in _NO_CONSOLE) and "KO:" not in out
+            # adb emu exits 0 whenever it reached a console; a serial without one (adb connect) fails.
+            code, out = self._emu("avd", "snapshot", "list", timeout_s=30)
+            lowered = out.lower()
+            self._has_console = code == 0 and "KO:" not in out and not any(m in lowered for m in _NO_CONSOLE)
         return self._has_console
 
     def reset(self, snapshot: str | None = "default_boot") -> None:
