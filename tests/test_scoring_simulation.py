@@ -88,6 +88,7 @@ def _share(verdicts: Sequence[tuple[Verdict, Verdict]], hit: Verdict, metric: in
     return sum(pair[metric] is hit for pair in verdicts) / len(verdicts)
 
 
+@pytest.mark.slow
 def test_reference_against_itself_is_rarely_called_a_regression() -> None:
     verdicts = _verdicts(11, GRIDS, REACHED, SUCCESS, SUCCESS)
     # Family-wise over both metrics: Holm keeps it under alpha.
@@ -96,6 +97,7 @@ def test_reference_against_itself_is_rarely_called_a_regression() -> None:
     assert _share(verdicts, Verdict.NON_INFERIOR, metric=1) > 0.2
 
 
+@pytest.mark.slow
 def test_a_true_drop_from_0_9_to_0_6_is_flagged_in_most_grids() -> None:
     reference = np.full(TASKS, 0.9)
     build_success = np.full(TASKS, 0.6)
