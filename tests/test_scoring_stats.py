@@ -17,6 +17,7 @@ from agent_eval.scoring.stats import (
     benjamini_hochberg,
     clopper_pearson_interval,
     clopper_pearson_upper,
+    discordant,
     episodes_needed,
     holm,
     mcnemar_p,
@@ -76,6 +77,12 @@ def test_mcnemar_check_value_b18_c3() -> None:
     # The other direction is no evidence of a regression at all.
     assert mcnemar_p(3, 18) > 0.99
     assert mcnemar_p(0, 0) == 1.0
+
+
+def test_discordant_counts_from_paired_outcomes() -> None:
+    pairs = [(True, False)] * 18 + [(False, True)] * 3 + [(True, True)] * 40 + [(False, False)] * 9
+    assert discordant(pairs) == (18, 3)
+    assert mcnemar_p(*discordant(pairs)) == pytest.approx(0.00149 / 2, abs=5e-6)
 
 
 def _balanced_pairs(seed: int, tasks: int = 6, per_task: int = 5) -> tuple[list[int], list[str]]:

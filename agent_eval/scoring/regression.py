@@ -17,6 +17,7 @@ from agent_eval.scoring.stats import (
     DEFAULT_MARGIN,
     Verdict,
     benjamini_hochberg,
+    discordant,
     episodes_needed,
     holm,
     mcnemar_p,
@@ -140,8 +141,7 @@ def _compare(
     margin: float,
 ) -> MetricComparison:
     differences, tasks, outcomes = _pair_values(reference, build, metric)
-    b = sum(1 for r, x in outcomes if r and not x)
-    c = sum(1 for r, x in outcomes if x and not r)
+    b, c = discordant(outcomes)
     n = len(outcomes)
     effect = paired_effect(differences, tasks)
     reference_rate = sum(r for r, _ in outcomes) / n if n else None
@@ -175,8 +175,7 @@ def _drill_down(
         _, tasks, outcomes = _pair_values(reference, build, metric)
         for task in sorted(set(tasks)):
             mine = [o for t, o in zip(tasks, outcomes, strict=True) if t == task]
-            b = sum(1 for r, x in mine if r and not x)
-            c = sum(1 for r, x in mine if x and not r)
+            b, c = discordant(mine)
             p = mcnemar_p(b, c)
             rows.append(
                 TaskComparison(

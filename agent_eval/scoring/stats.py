@@ -65,6 +65,13 @@ def clopper_pearson_upper(successes: int, trials: int, confidence: float = 0.95)
     return float(scipy_stats.beta.ppf(confidence, successes + 1, trials - successes))
 
 
+def discordant(pairs: Sequence[tuple[bool, bool]]) -> tuple[int, int]:
+    """(b, c) from paired (reference, build) outcomes: won only by the reference, won only by the build."""
+    b = sum(1 for reference, build in pairs if reference and not build)
+    c = sum(1 for reference, build in pairs if build and not reference)
+    return b, c
+
+
 def mcnemar_p(b: int, c: int) -> float:
     """Exact one-sided McNemar p that the build is worse than the reference.
 
