@@ -118,6 +118,17 @@ def test_unbalanced_effect_is_the_mean_over_tasks() -> None:
     assert effect.delta != pytest.approx(sum(d) / len(d))
 
 
+def test_one_task_uses_an_ordinary_t_interval_over_its_pairs() -> None:
+    d = [-1, 0, 0, 1, -1, -1, 0, 0]
+    effect = paired_effect(d, ["only"] * len(d))
+    mean, sem = np.mean(d), stats.sem(d)
+    low, high = stats.t.interval(0.95, len(d) - 1, loc=mean, scale=sem)
+    assert effect.interval is not None
+    assert (effect.interval.low, effect.interval.high) == pytest.approx((low, high))
+    assert effect.df == len(d) - 1
+    assert effect.drop_upper == pytest.approx(-(mean - stats.t.ppf(0.95, len(d) - 1) * sem))
+
+
 def test_no_variance_falls_back_to_an_exact_bound_instead_of_certainty() -> None:
     # 30 concordant pairs: the sandwich variance is 0, yet a drop of up to ~0.095 is still possible.
     effect = paired_effect([0] * 30, [f"t{i % 6}" for i in range(30)])
