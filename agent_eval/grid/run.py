@@ -1,0 +1,354 @@
+"""Running a grid end to end: prepare and serve its builds, play phase 1 and the top-ups, write the scorecard.
+
+`run_grid` takes a spec; `run_from_path` a grid file (or task files). Re-running continues the run directory.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from agent_eval.builds import prepare
+from agent_eval.device.driver import Device
+from agent_eval.errors import BuildError, ConfigError, InfraError, RunStoreError
+from agent_eval.grid.plan import (
+    CellKey,
+    GridBuilds,
+    cells_for,
+    initial_targets,
+    resolve_builds,
+    resolve_tasks,
+    top_up,
+)
+from agent_eval.grid.progress import GridProgress
+from agent_eval.grid.schedule import Engines, phones
+from agent_eval.grid.spec import GridSpec, load_grid, parse_grid
+from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
+from agent_eval.runner.loop import Cell, RunSummary, run_cells
+from agent_eval.runner.store import RunStore, new_manifest
+from agent_eval.scoring.scorecard import Scorecard
+from agent_eval.task import Task
+
+GRID_COPY = "grid.yaml"
+
+
+@dataclass
+class GridResult:
+    """What a grid run did this session, and the scorecard of everything the run directory holds."""
+
+    run_dir: Path
+    reference: str
+    phases: int = 0
+    targets: dict[CellKey, int] = field(default_factory=dict)  # seeds per (build, task) at the end
+    kept: int = 0  # finished in an earlier session
+    outcomes: Counter[Outcome] = field(default_factory=Counter)  # episodes finished this session
+    infra_attempts: int = 0  # failed attempts this session (retried; never scored)
+    failed: list[EpisodeRecord] = field(default_factory=list)  # cells out of attempts
+    not_run: list[Cell] = field(default_factory=list)
+    retired_devices: list[str] = field(default_factory=list)
+    skipped_builds: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    scorecard: Scorecard | None = None
+
+    @property
+    def planned(self) -> int:
+        return sum(self.targets.values())
+
+    def add(self, summary: RunSummary) -> None:
+        self.kept += summary.kept
+        self.outcomes.update(summary.outcomes)
+        self.infra_attempts += summary.infra_attempts
+        self.failed += summary.failed
+        self.not_run += summary.not_run
+        self.retired_devices += summary.retired_devices
+        if summary.gave_up:
+            self.notes.append(summary.gave_up)
+
+    @property
+    def problems(self) -> list[str]:
+        out = []
+        if self.failed:
+            last = self.failed[-1]
+            out.append(
+                f"{len(self.failed)} episode(s) failed every attempt "
+                f"(last: {last.build} {last.task_id} seed {last.seed}: {last.error})"
+            )
+        if self.retired_devices:
+            out.append(f"device(s) lost: {', '.join(self.retired_devices)}")
+        if self.not_run:
+            out.append(f"{len(self.not_run)} episode(s) not run")
+        return out
+
+    def raise_for_problems(self) -> None:
+        if self.problems:
+            raise InfraError(
+                "; ".join(self.problems)
+                + f". Fix the cause and run the same grid again to continue {self.run_dir}."
+            )
+
+
+def _manifests(spec_builds: GridBuilds, say: Any) -> list[BuildManifest]:
+    """Each build's manifest, with its weights prepared (made if missing, checked if present) and hashed."""
+    served = [b.name for b in spec_builds.builds if b.engine != "endpoint"]
+    hashes = prepare(spec_builds.build_set, only=served, say=say) if served else {}
+    out = []
+    for build in spec_builds.builds:
+        if build.engine == "endpoint":
+            out.append(build.manifest())
+        elif build.name in hashes:
+            out.append(build.manifest(weights_hash=hashes[build.name]))
+        else:
+            raise BuildError(f"build {build.name!r} has no prepared weights; run `agent-eval builds prepare`")
+    return out
+
+
+def _config(spec: GridSpec, reference: str) -> dict[str, Any]:
+    # Reference and margin sit at the top so `agent-eval report` reads them like any run's.
+    return {
+        "command": "grid",
+        "grid": spec.measured(),
+        "reference": reference,
+        "margin": spec.margin,
+        "seeds": spec.seeds,
+        "devices": spec.devices,
+    }
+
+
+def _refuse_fewer_seeds(store: RunStore, spec: GridSpec) -> None:
+    if not store.manifest_path.exists():
+        return
+    before = store.read_manifest().config.get("seeds")
+    if isinstance(before, int) and spec.seeds < before:
+        raise ConfigError(
+            f"{store.run_dir} already runs {before} seeds per cell; a grid may grow its seeds, not shrink "
+            f"them (asked for {spec.seeds}). Use seeds: {before} or more, or another run_dir."
+        )
+
+
+class _Grid:
+    """One session of a grid: the store, the phones, the engines and the bars, phase by phase."""
+
+    def __init__(
+        self,
+        spec: GridSpec,
+        tasks: list[Task],
+        builds: GridBuilds,
+        store: RunStore,
+        engines: Engines,
+        progress: GridProgress,
+        result: GridResult,
+    ) -> None:
+        self.spec, self.tasks, self.builds, self.store = spec, tasks, builds, store
+        self.engines, self.progress, self.result = engines, progress, result
+        self.devices: list[Device] = []
+
+    def show_plan(self, targets: dict[CellKey, int]) -> None:
+        finished = self.store.finished()
+        planned: Counter[str] = Counter()
+        done: Counter[str] = Counter()
+        for (build, task_id), count in targets.items():
+            planned[build] += count
+            done[build] += sum(1 for seed in range(count) if (build, task_id, seed) in finished)
+        self.progress.plan(planned, done)
+
+    def run(self, devices: list[Device]) -> None:
+        self.devices = list(devices)
+        before = set(self.store.finished())
+        try:
+            self._phases()
+        finally:
+            self.result.kept = sum(
+                1 for (b, t), n in self.result.targets.items() for s in range(n) if (b, t, s) in before
+            )
+
+    def _phases(self) -> None:
+        names = self.builds.names
+        targets = initial_targets(self.tasks, names, self.spec.seeds)
+        schedule = self.spec.schedule
+        while True:
+            self.show_plan(targets)
+            self.result.phases = self.progress.phase
+            self.result.targets = dict(targets)
+            self.play(cells_for(targets, self.tasks, names, side_by_side=self.spec.serving == "side-by-side"))
+            if len(schedule) < 2 or not self.devices:
+                return
+            step = top_up(
+                targets,
+                self.store.finished(),
+                self.builds.reference,
+                schedule,
+                curtail=self.spec.adaptive.curtail,
+            )
+            for note in step.notes:
+                if note not in self.result.notes:
+                    self.result.notes.append(note)
+            if not step.grown:
+                return
+            targets = step.targets
+            self.progress.phase += 1
+            grown = ", ".join(f"{b}/{t}→{targets[(b, t)]}" for b, t in step.grown)
+            self.progress.say(f"[bold]phase {self.progress.phase}[/]: top-up of discordant cells {grown}")
+
+    def play(self, cells: Sequence[Cell]) -> None:
+        """Run a phase's cells: the builds with something left to do, one engine at a time or all at once."""
+        finished = self.store.finished()
+        pending = [
+            b for b in self.builds.builds if any(c.build == b.name and c.key not in finished for c in cells)
+        ]
+        groups = [pending] if self.spec.serving == "side-by-side" and pending else [[b] for b in pending]
+        for group in groups:
+            if not self.devices:
+                return
+            names = {b.name for b in group}
+            mine = [c for c in cells if c.build in names]
+            with self.engines.serving(group) as agents:
+                summary = self._run_cells(mine, agents)
+                if not summary.complete and self.devices and self.engines.revive():
+                    summary = self._run_cells(mine, self.engines.agents())
+
+    def _run_cells(self, cells: Sequence[Cell], agents: Any) -> RunSummary:
+        summary = run_cells(
+            cells,
+            self.devices,
+            agents,
+            self.store,
+            max_attempts=self.spec.max_attempts,
+            on_episode=self.progress.episode,
+        )
+        summary.kept = 0  # counted once for the whole grid in run()
+        self.result.add(summary)
+        self.devices = [d for d in self.devices if d.serial not in summary.retired_devices]
+        if not self.devices:
+            self.progress.say("[bold red]every device was lost; stopping the grid")
+        return summary
+
+
+def run_grid(
+    spec: GridSpec,
+    *,
+    run_dir: Path | None = None,
+    console: Console | None = None,
+    bars: bool = True,
+    devices: Sequence[Device] | None = None,
+    score: bool = True,
+    html: bool = True,
+) -> GridResult:
+    """Run (or continue) a grid into `run_dir` and score it; see docs/grid.md.
+
+    `devices` overrides the spec's phones (already connected devices); `bars=False` prints only lines.
+    Raises ConfigError / BuildError / RunStoreError for what the user must fix before anything runs.
+    """
+    console = console or Console(highlight=False, soft_wrap=True)
+    tasks = resolve_tasks(spec)
+    builds = resolve_builds(spec)
+    for name, reason in builds.skipped.items():
+        console.print(f"[yellow]{name}: skipped, cannot run on this host: {reason}")
+    manifests = _manifests(builds, lambda line: console.print(f"[dim]{line}"))
+    run_dir = run_dir or Path(spec.run_dir or Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-grid")
+    result = GridResult(run_dir=run_dir, reference=builds.reference, skipped_builds=dict(builds.skipped))
+
+    store = RunStore(run_dir)
+    _refuse_fewer_seeds(store, spec)
+    store.open(new_manifest(run_dir.name, _config(spec, builds.reference), tasks, manifests))
+    try:
+        (run_dir / GRID_COPY).write_text(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
+        console.print(
+            f"grid [bold]{run_dir}[/]: {len(tasks)} task(s) × {len(builds.builds)} build(s) "
+            f"({', '.join(builds.names)}; reference {builds.reference}) × {spec.seeds} seed(s), "
+            f"{spec.serving}, {spec.device_count} device(s)"
+        )
+        engines = Engines(run_dir, spec.engine_base_port, console.print)
+        with GridProgress(console, builds.names, bars=bars) as progress:
+            grid = _Grid(spec, tasks, builds, store, engines, progress, result)
+            if devices is not None:
+                grid.run(list(devices))
+            else:
+                with phones(spec, progress.say) as started:
+                    grid.run(started)
+    finally:
+        store.close()
+    for note in result.notes:
+        console.print(f"[dim]{note}")
+    if score:
+        result.scorecard = write_scorecard(run_dir, builds.reference, spec.margin, console, html=html)
+    return result
+
+
+def write_scorecard(
+    run_dir: Path, reference: str, margin: float, console: Console, *, html: bool = True
+) -> Scorecard | None:
+    """Score the run directory, print the tables, write scorecard.json/.md and (if it can) report.html."""
+    from agent_eval.report.markdown import write_scorecard as write_files
+    from agent_eval.report.terminal import render
+    from agent_eval.scoring.scorecard import score_run
+
+    try:
+        card = score_run(run_dir, reference=reference, margin=margin)
+    except (RunStoreError, ConfigError) as e:
+        console.print(f"[yellow]no scorecard yet: {e}")
+        return None
+    render(card, console)
+    json_path, md_path = write_files(run_dir, card)
+    written = [json_path, md_path]
+    if html:
+        try:
+            from agent_eval.report.html import write_html_report
+        except ImportError:
+            pass
+        else:
+            written.append(write_html_report(run_dir, card))
+    console.print(f"wrote {', '.join(str(p) for p in written)}")
+    return card
+
+
+def is_grid_file(path: Path) -> bool:
+    """A YAML file whose top level has `tasks` and no task `goal` is a grid file (else a task file)."""
+    if not path.is_file() or path.suffix not in (".yaml", ".yml"):
+        return False
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and "tasks" in data and "goal" not in data
+
+
+def spec_from(paths: Sequence[Path], **overrides: Any) -> GridSpec:
+    """A grid from a grid file, or from task files/folders (then every default of docs/grid.md applies).
+
+    `overrides` set spec fields, as CLI flags would (adaptive=False turns the top-up off).
+    """
+    if len(paths) == 1 and is_grid_file(paths[0]):
+        spec = load_grid(paths[0])
+    else:
+        if any(is_grid_file(p) for p in paths):
+            raise ConfigError("give one grid file, or task files and folders, not both")
+        spec = GridSpec(tasks=[str(Path(p).resolve()) for p in paths])
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if not given:
+        return spec
+    data = spec.model_dump(mode="json")
+    if isinstance(given.get("adaptive"), bool):
+        data["adaptive"]["enabled"] = given.pop("adaptive")
+    data.update(given)
+    return parse_grid(data, "the command line").with_base(spec.base)
+
+
+def run_from_path(path: Path | Sequence[Path], **overrides: Any) -> GridResult:
+    """Run a grid file (or task files with the default grid) with CLI-style overrides; InfraError when
+    episodes were left unfinished (after writing the scorecard of what finished)."""
+    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+    paths = [Path(path)] if isinstance(path, str | Path) else [Path(p) for p in path]
+    run_dir = overrides.pop("run_dir", None)
+    bars = overrides.pop("bars", sys.stdout.isatty())
+    spec = spec_from(paths, **overrides)
+    result = run_grid(spec, run_dir=Path(run_dir) if run_dir else None, console=console, bars=bars)
+    result.raise_for_problems()
+    return result

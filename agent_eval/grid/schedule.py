@@ -1,0 +1,127 @@
+"""What a grid runs on: its phones (started here or given), and its builds' engines, served as agents.
+
+Engines are served one build at a time or side by side; each build's tok/s add up over the grid's phases.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+from agent_eval.agent.llm import LLMPolicy
+from agent_eval.agent.policy import Policy
+from agent_eval.builds import Build, ServedBuild, serve
+from agent_eval.builds.client import ChatClient, Usage
+from agent_eval.builds.host import port_is_free
+from agent_eval.device.driver import Device
+from agent_eval.errors import ConfigError
+from agent_eval.grid.spec import GridSpec
+from agent_eval.runner.loop import BuildAgent
+from agent_eval.task import TaskInstance
+
+Say = Callable[[str], None]
+ENGINE_PORTS = 100  # engines take ports engine_base_port .. +99
+
+
+@contextlib.contextmanager
+def phones(spec: GridSpec, say: Say) -> Iterator[list[Device]]:
+    """The grid's devices: the serials it names, or that many virtual phones started (and stopped) here."""
+    if isinstance(spec.devices, list):
+        yield [Device(serial) for serial in spec.devices]
+        return
+    from agent_eval.virtual_device import start_fleet
+
+    say(f"starting {spec.devices} virtual phone(s) on adb ports from {spec.phone_base_port}")
+    with start_fleet(count=spec.devices, base_port=spec.phone_base_port) as fleet:
+        say(f"phones up: {', '.join(fleet.serials)}")
+        yield [Device(serial) for serial in fleet.serials]
+
+
+def add_usage(a: Usage, b: Usage) -> Usage:
+    """Two clients' tallies as one (a build served again in a later phase keeps counting)."""
+    return replace(a, **{f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(Usage)})
+
+
+def _agent(name: str, client: ChatClient, served: ServedBuild) -> BuildAgent:
+    """The build's player: one LLM policy shared by every episode (the seed travels in each step)."""
+    policy = LLMPolicy(client)
+
+    def policy_for(instance: TaskInstance) -> Policy:
+        return policy
+
+    return BuildAgent(name, policy_for, served.manifest)
+
+
+@dataclass
+class ServedAgent:
+    """A build whose engine answers, the chat client its episodes share, and the agent that plays it."""
+
+    served: ServedBuild
+    client: ChatClient
+    agent: BuildAgent
+
+
+class Engines:
+    """Serves builds for a grid and keeps each build's usage across servings; `serving()` starts them."""
+
+    def __init__(self, run_dir: Path, base_port: int, say: Say) -> None:
+        self.run_dir = run_dir
+        self.base_port = base_port
+        self.say = say
+        self.usage: dict[str, Usage] = {}
+        self.live: dict[str, ServedAgent] = {}
+
+    def _port(self, build: Build) -> int | None:
+        if build.engine == "endpoint":
+            return None
+        taken = {a.served.endpoint.base_url for a in self.live.values()}
+        for port in range(self.base_port, self.base_port + ENGINE_PORTS):
+            if port_is_free(port) and not any(f":{port}/" in url for url in taken):
+                return port
+        raise ConfigError(
+            f"no free engine port in {self.base_port}..{self.base_port + ENGINE_PORTS - 1}; "
+            "set engine_base_port in the grid file"
+        )
+
+    @contextlib.contextmanager
+    def serving(self, builds: Sequence[Build]) -> Iterator[dict[str, BuildAgent]]:
+        """Serve `builds` at once for the block; on the way out record tok/s and stop every engine."""
+        with contextlib.ExitStack() as stack:
+            for build in builds:
+                if build.engine != "endpoint":
+                    self.say(f"starting the {build.engine} engine for {build.name} ...")
+                served = stack.enter_context(serve(build, self.run_dir, port=self._port(build)))
+                client = stack.enter_context(ChatClient(served.endpoint))
+                agent = _agent(build.name, client, served)
+                self.live[build.name] = ServedAgent(served, client, agent)
+                stack.callback(self._retire, build.name)
+                if build.engine != "endpoint":
+                    self.say(f"{build.name} answers at {served.endpoint.base_url}")
+            yield {name: s.agent for name, s in self.live.items()}
+
+    def _retire(self, name: str) -> None:
+        # Runs before the client closes and the engine stops, so the record still has the engine's numbers.
+        live = self.live.pop(name)
+        total = add_usage(self.usage.get(name, Usage()), live.client.usage())
+        self.usage[name] = total
+        live.served.write_record(total)
+        live.client.close()  # a revived engine's client is not in the exit stack
+
+    def revive(self) -> list[str]:
+        """Restart the engines that died (once per serving); the names restarted. BuildError: cannot."""
+        restarted = []
+        for name, live in self.live.items():
+            if not live.served.alive():
+                self.say(f"[yellow]the engine of {name} died; restarting it")
+                self.usage[name] = add_usage(self.usage.get(name, Usage()), live.client.usage())
+                live.served.restart()
+                live.client.close()
+                live.client = ChatClient(live.served.endpoint)
+                live.agent = _agent(name, live.client, live.served)
+                restarted.append(name)
+        return restarted
+
+    def agents(self) -> dict[str, BuildAgent]:
+        return {name: s.agent for name, s in self.live.items()}

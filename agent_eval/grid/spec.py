@@ -1,0 +1,190 @@
+"""The grid spec (a grids/*.yaml file): which tasks, builds and seeds, how they are scheduled and scored.
+
+Loaded with `load_grid`; errors name the file and the field. Relative paths resolve against the grid file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from agent_eval.errors import ConfigError
+
+Serving = Literal["one-at-a-time", "side-by-side"]
+
+
+class Adaptive(BaseModel):
+    """Top-up after phase 1: a (task, build) cell that disagrees with the reference gets more paired seeds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(True, description="Top up discordant cells after phase 1.")
+    schedule: list[int] = Field(
+        default_factory=lambda: [10, 20, 30],
+        description="Seed counts a discordant cell grows to, one level per phase; the last is the cap.",
+    )
+    curtail: bool = Field(
+        False,
+        description="Stop topping up a build once no planned pair can change its REGRESSION decision "
+        "(saves episodes, costs NON-INFERIOR power).",
+    )
+
+    @field_validator("schedule")
+    @classmethod
+    def _increasing(cls, value: list[int]) -> list[int]:
+        if any(step < 1 for step in value):
+            raise ValueError("every schedule level is a positive seed count")
+        if value != sorted(set(value)):
+            raise ValueError(f"schedule levels must increase, e.g. [10, 20, 30]; got {value}")
+        return value
+
+
+class GridSpec(BaseModel):
+    """One grid: builds × tasks × seeds, every build on the same (task, seed) pairs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: list[str] = Field(
+        min_length=1, description="Task files, folders of them, or task ids (looked up in the repo's tasks/)."
+    )
+    builds_file: str | None = Field(
+        None, description="A builds file; default: the repo's builds/default.yaml."
+    )
+    builds: list[str] | None = Field(None, description="The builds of that file to run; default: all.")
+    reference: str | None = Field(None, description="The reference build; default: the file's reference.")
+    seeds: int = Field(5, ge=1, description="Phase 1: seeds 0..N-1 for every (task, build).")
+    adaptive: Adaptive = Field(default_factory=Adaptive)
+    margin: float = Field(0.10, gt=0, lt=1, description="Non-inferiority margin δ (a drop in rate).")
+    devices: int | list[str] = Field(
+        1, description="How many virtual phones the grid starts, or the adb serials of phones to use."
+    )
+    serving: Serving = Field(
+        "one-at-a-time", description="Serve one build at a time (2 cores), or every build side by side."
+    )
+    max_steps: int | None = Field(None, ge=1, description="Override every task's step budget.")
+    max_attempts: int = Field(3, ge=1, description="Attempts per episode when the device or engine fails.")
+    phone_base_port: int = Field(5900, ge=1024, le=65000, description="First adb port of started phones.")
+    engine_base_port: int = Field(8200, ge=1024, le=65000, description="First port tried for an engine.")
+    run_dir: str | None = Field(None, description="Default: runs/<grid file name>.")
+    _base: Path = PrivateAttr(default_factory=Path.cwd)
+
+    @property
+    def base(self) -> Path:
+        """The folder relative task and builds paths are read from (the grid file's; else the cwd)."""
+        return self._base
+
+    @field_validator("devices")
+    @classmethod
+    def _some_device(cls, value: int | list[str]) -> int | list[str]:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("the number of virtual phones is at least 1")
+        if isinstance(value, list) and not value:
+            raise ValueError("give at least one adb serial, or a number of virtual phones")
+        if isinstance(value, list) and len(set(value)) != len(value):
+            raise ValueError("an adb serial appears twice; a phone runs one episode at a time")
+        return value
+
+    @model_validator(mode="after")
+    def _reference_is_run(self) -> GridSpec:
+        if self.builds is not None and self.reference is not None and self.reference not in self.builds:
+            raise ValueError(f"reference {self.reference!r} is not among builds {self.builds}")
+        return self
+
+    @property
+    def device_count(self) -> int:
+        return self.devices if isinstance(self.devices, int) else len(self.devices)
+
+    @property
+    def schedule(self) -> list[int]:
+        """Seed counts a cell may have: phase 1's, then the adaptive levels above it (empty top-up: off)."""
+        above = [n for n in self.adaptive.schedule if n > self.seeds] if self.adaptive.enabled else []
+        return [self.seeds, *above]
+
+    def measured(self) -> dict[str, Any]:
+        """What the grid measures beyond its tasks and builds (run.json; a continued run may not change it).
+
+        Tasks and builds are recorded resolved (ids, versions, hashes) beside it, so they are compared by
+        content rather than by how a path was spelled; seeds may grow; devices and ports do not change a
+        result.
+        """
+        return self.model_dump(
+            mode="json",
+            exclude={
+                "tasks",
+                "builds_file",
+                "builds",
+                "seeds",
+                "devices",
+                "max_attempts",
+                "phone_base_port",
+                "engine_base_port",
+                "run_dir",
+            },
+        )
+
+    def with_base(self, base: Path) -> GridSpec:
+        copy = self.model_copy()
+        copy._base = base
+        return copy
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def parse_grid(data: Any, source: str) -> GridSpec:
+    """Validate already-parsed YAML as a grid; errors name `source` and each bad field."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: a grid file is a YAML mapping (tasks, builds_file, seeds, ...)")
+    try:
+        return GridSpec.model_validate(data)
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            loc = tuple(err["loc"])
+            if err["type"] == "extra_forbidden":
+                lines.append(f"  {_where(loc)}: unknown field (see docs/grid.md for the fields)")
+            elif isinstance(data.get("devices"), int | list) and loc[:1] == ("devices",) and len(loc) > 1:
+                continue  # pydantic tries both forms of `devices`; one message is enough
+            else:
+                lines.append(f"  {_where(loc)}: {err['msg'].removeprefix('Value error, ')}")
+        raise ConfigError(f"{source}: invalid grid file:\n" + "\n".join(lines)) from None
+
+
+def load_grid(path: Path | str) -> GridSpec:
+    """Read a grid file; its relative task and builds paths are made absolute against its folder."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"{file}: no such grid file")
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{file}: not valid YAML: {e}") from None
+    spec = parse_grid(data, str(file))
+    if spec.run_dir is None:
+        spec = spec.model_copy(update={"run_dir": str(Path("runs") / file.stem)})
+    return spec.with_base(file.resolve().parent)
+
+
+def resolve_path(value: str, base: Path) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def is_task_id(entry: str) -> bool:
+    """A bare name like `wifi_on` (no folder, no suffix) names a task by id."""
+    return "/" not in entry and "." not in entry and "~" not in entry

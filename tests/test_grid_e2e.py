@@ -1,0 +1,274 @@
+"""A grid end to end on virtual phones, scripted endpoints as builds: a good agent twice and a degraded one.
+
+The degraded agent switches the goal back off after reaching it on odd seeds (deterministic by seed), so it
+navigates like the reference but fails completion half the time. Also: a grid killed with SIGKILL continues.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from rich.console import Console
+from scripted_endpoint import DONE, Move, ScriptedEndpoint, tap
+
+from agent_eval.grid import load_grid, run_grid
+from agent_eval.scoring.stats import Verdict
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent
+_GOAL = re.compile(r"Goal: (.+)")
+_STEP = re.compile(r"Step (\d+) of")
+
+# The oracle paths of two short tasks, and where the degraded agent undoes its work.
+PATHS: dict[str, list[Move]] = {
+    "Turn Wi-Fi on.": [tap("Settings"), tap("Network & internet"), tap("Internet"), tap("Wi-Fi"), DONE],
+    "Turn on airplane mode.": [tap("Network & internet"), tap("Airplane mode"), DONE],
+}
+TASKS = ["wifi_on", "airplane_mode_on"]
+
+
+class GoalAgent(ScriptedEndpoint):
+    """Plays the path of the goal in the prompt; `undo_odd_seeds` taps the switch twice on odd seeds."""
+
+    def __init__(self, *, undo_odd_seeds: bool = False, model: str = "scripted") -> None:
+        super().__init__([DONE], model=model)
+        self.undo_odd_seeds = undo_odd_seeds
+        self.seeds: Counter[int] = Counter()
+
+    def reply_to(self, body: dict[str, Any]) -> str:
+        prompt = "\n".join(str(m.get("content")) for m in body["messages"])
+        goal = _GOAL.search(prompt)
+        step_match = _STEP.search(prompt)
+        assert goal is not None and step_match is not None, prompt[:500]
+        step = int(step_match.group(1))
+        seed = (int(body["seed"]) - step) // 1_000_003  # the LLM policy's step_seed, inverted
+        path = list(PATHS[goal.group(1).strip()])
+        if self.undo_odd_seeds and seed % 2 == 1:
+            path = [*path[:-1], path[-2], DONE]  # the switch again: reached, then undone
+        if step == 1:
+            with self._lock:
+                self.seeds[seed] += 1
+        text = path[min(step, len(path)) - 1](prompt)
+        assert not text.startswith("no element"), text
+        return text
+
+
+@pytest.fixture(scope="module")
+def agents() -> Iterator[dict[str, GoalAgent]]:
+    servers = {
+        "good": GoalAgent(model="good"),
+        "good-again": GoalAgent(model="good-again"),
+        "degraded": GoalAgent(undo_odd_seeds=True, model="degraded"),
+    }
+    for server in servers.values():
+        server.start()
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+def builds_file(path: Path, agents: dict[str, GoalAgent]) -> Path:
+    builds = [
+        {
+            "name": name,
+            "reference": name == "good",
+            "scheme": "endpoint",
+            "bits_per_weight": {"good": 16.0, "good-again": 8.0, "degraded": 4.0}[name],
+            "engine": "endpoint",
+            "base_url": server.url,
+            "model": server.model,
+        }
+        for name, server in agents.items()
+    ]
+    path.write_text(yaml.safe_dump({"builds": builds}))
+    return path
+
+
+def episodes(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "episodes.jsonl"
+    return (
+        [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    )
+
+
+def test_good_and_degraded_agents_get_the_expected_verdicts(
+    agents: dict[str, GoalAgent], tmp_path: Path
+) -> None:
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        yaml.safe_dump(
+            {
+                "tasks": TASKS,
+                "builds_file": str(builds_file(tmp_path / "builds.yaml", agents)),
+                "seeds": 4,
+                "adaptive": {"enabled": True, "schedule": [8]},
+                "devices": 2,
+                "phone_base_port": 5900,
+                "serving": "side-by-side",
+                "run_dir": str(tmp_path / "run"),
+            }
+        )
+    )
+    spec = load_grid(grid)
+    console = Console(record=True, width=200, force_terminal=False)
+    result = run_grid(spec, console=console, bars=False)
+    out = console.export_text()
+
+    assert result.problems == [] and result.phases == 2
+    # Phase 1: 4 paired seeds everywhere; the degraded build disagrees on both tasks, so it and the
+    # reference grow to 8 there; good-again never disagrees and stays at 4.
+    assert result.targets == {
+        ("good", "wifi_on"): 8,
+        ("good", "airplane_mode_on"): 8,
+        ("degraded", "wifi_on"): 8,
+        ("degraded", "airplane_mode_on"): 8,
+        ("good-again", "wifi_on"): 4,
+        ("good-again", "airplane_mode_on"): 4,
+    }
+    records = episodes(tmp_path / "run")
+    keys = Counter((e["build"], e["task_id"], e["seed"]) for e in records)
+    assert all(n == 1 for n in keys.values()) and len(keys) == 40 == result.planned
+    for build, task in result.targets:
+        assert sorted(s for b, t, s in keys if (b, t) == (build, task)) == list(
+            range(result.targets[(build, task)])
+        )
+    by = {(e["build"], e["task_id"], e["seed"]): e for e in records}
+    for (build, task, seed), e in by.items():
+        expected = "undone" if build == "degraded" and seed % 2 == 1 else "success"
+        assert e["outcome"] == expected, (build, task, seed, e["outcome"])
+    # Pairing: every build was asked with the same episode seeds the store records.
+    assert agents["degraded"].seeds.keys() == set(range(8))
+    assert agents["good-again"].seeds.keys() == set(range(4))
+
+    card = result.scorecard
+    assert card is not None and card.reference == "good"
+    assert card.regression is not None
+    verdicts = {(c.build, m.metric): m for c in card.regression.builds for m in (c.navigation, c.success)}
+    assert verdicts[("degraded", "success")].verdict is Verdict.REGRESSION
+    assert verdicts[("degraded", "success")].b == 8 and verdicts[("degraded", "success")].c == 0
+    assert verdicts[("degraded", "navigation")].verdict is not Verdict.REGRESSION
+    assert verdicts[("degraded", "navigation")].b == 0
+    for metric in ("navigation", "success"):
+        assert verdicts[("good-again", metric)].verdict in (Verdict.NON_INFERIOR, Verdict.INCONCLUSIVE)
+        assert verdicts[("good-again", metric)].pairs == 8
+    # The scorecard's numbers are the episodes' numbers.
+    scores = {s.build: s for s in card.builds}
+    for build in ("good", "good-again", "degraded"):
+        mine = [e for e in records if e["build"] == build]
+        assert scores[build].episodes == len(mine)
+        assert scores[build].success.count == sum(e["success"] for e in mine)
+        assert scores[build].navigation.count == sum(e["reached"] for e in mine)
+    saved = json.loads((tmp_path / "run" / "scorecard.json").read_text())
+    assert saved["regression"]["builds"][-1]["success"]["verdict"] == "REGRESSION"
+    assert (tmp_path / "run" / "scorecard.md").is_file()
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["config"]["grid"]["margin"] == 0.1 and run["config"]["reference"] == "good"
+    assert "phase 2" in out and "undone" in out and "REGRESSION" in out
+
+    # Running the same grid again plays nothing new; a changed build set is refused, growth is not.
+    again = run_grid(spec, console=Console(record=True, width=200), bars=False, score=False)
+    assert sum(again.outcomes.values()) == 0 and again.kept == 40
+    assert len(episodes(tmp_path / "run")) == 40
+
+
+AGENT_SCRIPT = [sys.executable, "-m", "agent_eval.grid"]
+
+
+def test_a_killed_grid_continues_without_losing_or_repeating_episodes(
+    agents: dict[str, GoalAgent], tmp_path: Path
+) -> None:
+    for server in agents.values():
+        server.delay_s = 0.15  # slow enough that the kill lands mid-episode
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        yaml.safe_dump(
+            {
+                "tasks": ["airplane_mode_on"],
+                "builds_file": str(builds_file(tmp_path / "builds.yaml", agents)),
+                "builds": ["good", "degraded"],
+                "seeds": 4,
+                "adaptive": {"enabled": False},
+                "devices": 2,
+                "phone_base_port": 5910,
+                "serving": "side-by-side",
+                "run_dir": str(tmp_path / "run"),
+            }
+        )
+    )
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "COLUMNS": "200", "HF_HUB_OFFLINE": "1"}
+    try:
+        proc = subprocess.Popen(
+            [*AGENT_SCRIPT, str(grid), "--no-bars"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 120
+        while len(episodes(run_dir)) < 3 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        first = (run_dir / "episodes.jsonl").read_bytes()
+        before = {(e["build"], e["task_id"], e["seed"]) for e in episodes(run_dir)}
+        assert 3 <= len(before) < 8
+
+        # A grown grid on the same run directory: more seeds are allowed, fewer are refused.
+        fewer = subprocess.run(
+            [*AGENT_SCRIPT, str(grid), "--no-bars", "--seeds", "2"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert fewer.returncode == 2 and "grow its seeds, not shrink" in fewer.stderr
+        other = subprocess.run(
+            [*AGENT_SCRIPT, str(grid), "--no-bars", "--builds", "good,good-again"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert other.returncode == 2 and "different configuration" in other.stderr
+        assert "build degraded is no longer included" in other.stderr
+
+        again = subprocess.run(
+            [*AGENT_SCRIPT, str(grid), "--no-bars", "--seeds", "5"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        for server in agents.values():
+            server.delay_s = 0.0
+    assert again.returncode == 0, again.stderr
+    final = (run_dir / "episodes.jsonl").read_bytes()
+    # Every line written before the kill is still there, byte for byte (a torn last line is cut, not kept).
+    whole = first[: first.rfind(b"\n") + 1]
+    assert final.startswith(whole)
+    keys = [(e["build"], e["task_id"], e["seed"]) for e in episodes(run_dir)]
+    assert len(keys) == len(set(keys)) == 10  # 2 builds × 5 seeds, none twice
+    assert before <= set(keys)
+    assert json.loads((run_dir / "run.json").read_text())["config"]["seeds"] == 5
+    assert (run_dir / "scorecard.json").is_file()
