@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from agent_eval.virtual_device.apps import Catalog, Row, load_catalog
 from agent_eval.virtual_device.faults import FaultInjector
 from agent_eval.virtual_device.layout import layout
-from agent_eval.virtual_device.render import encode_png, render
+from agent_eval.virtual_device.png import encode_png
+from agent_eval.virtual_device.render import render
 from agent_eval.virtual_device.state import Dialog, Frame, PhoneState
 from agent_eval.virtual_device.storage import Storage
 from agent_eval.virtual_device.uiautomator import dump_xml

@@ -5,9 +5,8 @@ Draws the same view tree that uiautomator dumps; dark theme follows `secure ui_n
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -43,6 +42,16 @@ def font(px: int) -> FontT:
     return ImageFont.load_default(size=px)
 
 
+@lru_cache(maxsize=4096)
+def glyphs(text: str, px: int, anchor: str) -> tuple[Image.Image, int, int]:
+    """`text` rendered once as an alpha mask, and where its corner sits relative to the anchor point."""
+    f = font(px)
+    left, top, right, bottom = (int(v) for v in f.getbbox(text, anchor=anchor))
+    mask = Image.new("L", (max(1, right - left), max(1, bottom - top)), 0)
+    ImageDraw.Draw(mask).text((-left, -top), text, font=f, fill=255, anchor=anchor)
+    return mask, left, top
+
+
 def _center(r: tuple[int, int, int, int]) -> tuple[int, int]:
     return (r[0] + r[2]) // 2, (r[1] + r[3]) // 2
 
@@ -55,16 +64,20 @@ class Painter:
         self.img = Image.new("RGB", (state.width, state.height), self.p.bg)
         self.d = ImageDraw.Draw(self.img)
 
-    def sp(self, v: float) -> FontT:
-        return font(max(6, self.m.dp(v)))
+    def write(self, xy: tuple[int, int], text: str, size: float, fill: str, anchor: str) -> None:
+        """Draws text from the glyph cache: FreeType renders each distinct label once, not once per frame."""
+        if not text:
+            return
+        mask, dx, dy = glyphs(text, max(6, self.m.dp(size)), anchor)
+        self.img.paste(fill, (xy[0] + dx, xy[1] + dy), mask)
 
     def text(self, v: View, size: float, color: str, anchor: str = "lm") -> None:
         x0, y0, _, y1 = v.rect
         fill = color if v.enabled else self.p.disabled
         if anchor == "mm":
-            self.d.text(_center(v.rect), v.text, font=self.sp(size), fill=fill, anchor="mm")
+            self.write(_center(v.rect), v.text, size, fill, "mm")
         else:
-            self.d.text((x0, (y0 + y1) // 2), v.text, font=self.sp(size), fill=fill, anchor="lm")
+            self.write((x0, (y0 + y1) // 2), v.text, size, fill, "lm")
 
     def view(self, v: View) -> None:
         p, d, dp = self.p, self.d, self.m.dp
@@ -80,8 +93,8 @@ class Painter:
             s = dp(28)
             top = r[1] + dp(12)
             d.ellipse((cx - s, top, cx + s, top + 2 * s), fill=v.color or "#5f6368")
-            d.text((cx, top + s), v.text[:1], font=self.sp(26), fill="#ffffff", anchor="mm")
-            d.text((cx, top + 2 * s + dp(16)), v.text, font=self.sp(13), fill="#ffffff", anchor="mm")
+            self.write((cx, top + s), v.text[:1], 26, "#ffffff", "mm")
+            self.write((cx, top + 2 * s + dp(16)), v.text, 13, "#ffffff", "mm")
         elif k == "big_title":
             self.text(v, 36, p.text)
         elif k == "search":
@@ -137,11 +150,11 @@ class Painter:
             )
             if v.checked:
                 d.ellipse((cx - dp(5), cy - dp(5), cx + dp(5), cy + dp(5)), fill=p.accent)
-            d.text((r[0] + dp(72), cy), v.text, font=self.sp(16), fill=p.text, anchor="lm")
+            self.write((r[0] + dp(72), cy), v.text, 16, p.text, "lm")
         elif k == "edit":
             d.line((r[0], r[3] - dp(2), r[2], r[3] - dp(2)), fill=p.accent, width=dp(2))
             self.text(v, 18, p.text)
-            tw = int(self.d.textlength(v.text, font=self.sp(18)))
+            tw = int(font(max(6, dp(18))).getlength(v.text))
             d.line(
                 (r[0] + tw + dp(2), r[1] + dp(12), r[0] + tw + dp(2), r[3] - dp(12)),
                 fill=p.accent,
@@ -170,22 +183,22 @@ class Painter:
         )
         fg = p.text if st.foreground != "com.google.android.apps.nexuslauncher" else "#ffffff"
         cy = (rect[1] + rect[3]) // 2
-        d.text((dp(24), cy), "12:00", font=self.sp(15), fill=fg, anchor="lm")
+        self.write((dp(24), cy), "12:00", 15, fg, "lm")
         x = rect[2] - dp(24)
         # Battery, then the radios that are on, right to left.
         d.rectangle((x - dp(12), cy - dp(9), x, cy + dp(9)), fill=fg)
         x -= dp(24)
         if st.get("system", "status_bar_show_battery_percent") == "1":
-            d.text((x, cy), "100%", font=self.sp(13), fill=fg, anchor="rm")
+            self.write((x, cy), "100%", 13, fg, "rm")
             x -= dp(44)
         if st.get("global", "airplane_mode_on") == "1":
-            d.text((x, cy), "✈", font=self.sp(16), fill=fg, anchor="rm")
+            self.write((x, cy), "✈", 16, fg, "rm")
             x -= dp(24)
         if st.get("global", "wifi_on") == "1":
             d.pieslice((x - dp(18), cy - dp(10), x, cy + dp(14)), 225, 315, fill=fg)
             x -= dp(24)
         if st.get("global", "bluetooth_on") == "1":
-            d.text((x, cy), "B", font=self.sp(14), fill=fg, anchor="rm")
+            self.write((x, cy), "B", 14, fg, "rm")
             x -= dp(20)
         if st.get("global", "zen_mode") not in (None, "0"):
             d.ellipse((x - dp(14), cy - dp(7), x, cy + dp(7)), fill=fg)
@@ -200,7 +213,7 @@ class Painter:
             r = (key.rect[0] + dp(3), key.rect[1] + dp(4), key.rect[2] - dp(3), key.rect[3] - dp(4))
             d.rounded_rectangle(r, radius=dp(6), fill=p.bg)
             label = KEY_LABELS.get(key.char, key.char.upper() if self.state.shift else key.char)
-            d.text(_center(r), label, font=self.sp(18 if len(label) == 1 else 13), fill=p.text, anchor="mm")
+            self.write(_center(r), label, 18 if len(label) == 1 else 13, p.text, "mm")
 
 
 def render(layout: Layout, state: PhoneState) -> Image.Image:
@@ -224,9 +237,3 @@ def render(layout: Layout, state: PhoneState) -> Image.Image:
     if layout.keyboard:
         pt.keyboard(layout)
     return pt.img
-
-
-def encode_png(img: Image.Image) -> bytes:
-    buf = io.BytesIO()
-    img.save(buf, format="PNG", compress_level=1)
-    return buf.getvalue()
