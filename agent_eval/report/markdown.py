@@ -259,7 +259,8 @@ def render_markdown(card: Scorecard) -> str:
     said = sentences(card)
     if said:
         parts += ["## Verdicts", "", *(f"- {s}" for s in said), ""]
-    parts += [f"- {n}" for n in card.notes]
+    if card.notes:
+        parts += ["## Notes", "", *(f"- {n}" for n in card.notes), ""]
     tables = [
         rates_table(card),
         outcomes_table(card),
