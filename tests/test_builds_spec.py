@@ -170,7 +170,8 @@ def test_changed_weights_are_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_an_unreachable_endpoint_build_is_a_clear_error(tmp_path: Path) -> None:
-    port = host.free_port()
+    lease = host.lease_port("remote")  # a port nothing listens on
+    port = lease.port
     builds = parse_builds(
         {
             "builds": [
@@ -186,8 +187,28 @@ def test_an_unreachable_endpoint_build_is_a_clear_error(tmp_path: Path) -> None:
         },
         "t",
     )
-    with pytest.raises(BuildError, match=r"'remote'.*does not answer"), serve(builds.get("remote"), tmp_path):
-        pass
+    try:
+        with (
+            pytest.raises(BuildError, match=r"'remote'.*does not answer"),
+            serve(builds.get("remote"), tmp_path),
+        ):
+            pass
+    finally:
+        lease.release()
+
+
+def test_ports_are_leased_to_one_harness_at_a_time() -> None:
+    first = host.lease_port("a")
+    try:
+        second = host.lease_port("b")
+        assert second.port != first.port
+        second.release()
+        with pytest.raises(BuildError, match=r"'c': port \d+ is already in use"):
+            host.lease_port("c", first.port)
+    finally:
+        first.release()
+    again = host.lease_port("d", first.port)
+    again.release()
 
 
 _TREE = textwrap.dedent(

