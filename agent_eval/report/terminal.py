@@ -35,7 +35,7 @@ def _numeric(cell: str) -> bool:
 
 def rich_table(table: TextTable) -> Table:
     """Numbers right-aligned so their decimals line up; names and verdicts left-aligned."""
-    out = Table(title=table.title, title_justify="left", header_style="bold")
+    out = Table(header_style="bold")
     for i, header in enumerate(table.headers):
         numeric = i > 0 and all(_numeric(row[i]) for row in table.rows)
         out.add_column(header, justify="right" if numeric else "left", no_wrap=i == 0)
@@ -75,4 +75,6 @@ def render(card: Scorecard, console: Console, *, drill_down: bool = False) -> No
     for table in tables:
         if table is not None:
             console.print()
+            # Printed above the table, not as its title: rich would wrap a title to a narrow table's width.
+            console.print(Text(table.title, style="bold"))
             console.print(rich_table(table))
