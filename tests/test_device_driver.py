@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import struct
 import subprocess
-import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import adbutils
 import pytest
@@ -184,15 +184,29 @@ def test_unknown_and_vanished_devices_raise_device_not_found() -> None:
     with pytest.raises(DeviceNotFoundError, match="emulator-5798"):
         Device("emulator-5798")
     with virtual_device.start_fleet(count=1, base_port=BASE_PORT + 10) as fleet:
-        doomed = Device(fleet.serials[0])
+        doomed = Device(fleet.serials[0], reconnect_timeout_s=1)
         obs = doomed.observe()
     # The adb server may list a vanished emulator as offline for a moment before it drops it.
-    with pytest.raises(DeviceError, match=f"adb device {doomed.serial} (disappeared|went offline) while"):
+    # The adb server may list a vanished emulator as offline for a moment before it drops it; the driver
+    # waits a moment for it to come back before giving up.
+    with pytest.raises(
+        DeviceError, match=f"adb device {doomed.serial} (disappeared|went offline) while .*not back"
+    ):
         doomed.act(Action(type=ActionType.KEY, key="back"), obs)
     with pytest.raises(DeviceNotFoundError, match="disappeared"):
-        for _ in range(50):
-            doomed.act(Action(type=ActionType.KEY, key="back"), obs)
-            time.sleep(0.1)
+        for _ in range(20):
+            doomed.setting("global", "wifi_on")
+
+
+def test_a_dropped_transport_is_waited_out_for_reads(tmp_path: Path) -> None:
+    log = tmp_path / "faults.jsonl"
+    faults = virtual_device.FaultConfig(drop_transport_after=6)
+    with virtual_device.start_fleet(count=1, base_port=BASE_PORT + 30, faults=faults, fault_log=log) as fleet:
+        flaky = Device(fleet.serials[0])
+        for _ in range(8):  # the transport drops on the 7th command: every read still answers
+            assert flaky.setting("global", "wifi_on") == "1"
+        assert flaky.observe().elements
+    assert '"drop_transport"' in log.read_text()
 
 
 def test_a_serial_without_an_emulator_console_falls_back_to_stopping_apps() -> None:

@@ -11,7 +11,8 @@ import re
 import shlex
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import adbutils
 
@@ -30,6 +31,15 @@ _NO_CONSOLE = ("no emulator detected", "unable to connect", "could not connect",
 
 __all__ = ["Device", "ShellResult", "online_serials", "short_component"]
 
+_T = TypeVar("_T")
+
+
+def _never_delivered(error: DeviceError) -> bool:
+    """The adb server refused the request (offline/unknown device), so the device never saw the command."""
+    cause = error.__cause__
+    refusals = ("device offline", "not found", "no devices")
+    return isinstance(cause, adbutils.AdbError) and any(r in str(cause) for r in refusals)
+
 
 class Device:
     """One Android device behind the adb server. Not thread-safe: give each episode its own."""
@@ -42,6 +52,7 @@ class Device:
         settle_dumps: int = 5,
         dump_attempts: int = 6,
         boot_timeout_s: float = 60.0,
+        reconnect_timeout_s: float = 10.0,
     ) -> None:
         self.serial = serial
         self._client = adb or adbutils.AdbClient()
@@ -49,6 +60,7 @@ class Device:
         self._settle_dumps = max(2, settle_dumps)
         self._dump_attempts = max(1, dump_attempts)
         self._boot_timeout_s = boot_timeout_s
+        self._reconnect_timeout_s = reconnect_timeout_s
         self._packages: list[str] | None = None
         self._foreground: set[str] = (
             set()
@@ -84,27 +96,50 @@ class Device:
                 raise DeviceError(f"adb device {self.serial} went {state} while {doing}: {e}") from e
             raise DeviceError(f"adb device {self.serial} failed while {doing}: {e}") from e
 
-    def shell(self, cmd: str, timeout_s: float = 10) -> ShellResult:
-        """Run `cmd` in the device's shell; a non-zero exit is returned, not raised."""
+    def shell(self, cmd: str, timeout_s: float = 10, *, idempotent: bool = False) -> ShellResult:
+        """Run `cmd` in the device's shell; a non-zero exit is returned, not raised.
+
+        When the transport drops (the device goes offline for a moment), the command is sent again once the
+        device is back — always if the server refused it (it never ran), else only if `idempotent`.
+        """
+        return self._reconnecting(lambda: self._shell_once(cmd, timeout_s), f"running `{cmd}`", idempotent)
+
+    def _shell_once(self, cmd: str, timeout_s: float) -> ShellResult:
         with self._adb_errors(f"running `{cmd}`"):
             if self._shell_v2 is None:
                 self._shell_v2 = "shell_v2" in self._adb.get_features().split(",")
             result = self._adb.shell2(cmd, timeout=timeout_s, v2=self._shell_v2)
         return ShellResult(output=result.output, exit_code=result.returncode)
 
-    def _exec_out(self, cmd: str, timeout_s: float = 20) -> bytes:
-        """Raw stdout of `cmd` (as `adb exec-out`): binary-safe, no terminal translation."""
-        with self._adb_errors(f"running `exec-out {cmd}`"):
-            conn = self._adb.open_transport(timeout=timeout_s)
+    def _reconnecting(self, run: Callable[[], _T], doing: str, idempotent: bool) -> _T:
+        try:
+            return run()
+        except DeviceError as e:
+            if not (idempotent or _never_delivered(e)):
+                raise
             try:
-                conn.send_command(f"exec:{cmd}")
-                conn.check_okay()
-                chunks = bytearray()
-                while chunk := conn.conn.recv(1 << 16):
-                    chunks += chunk
-                return bytes(chunks)
-            finally:
-                conn.close()
+                self.wait_until_online(self._reconnect_timeout_s)
+            except DeviceError as gone:
+                raise type(gone)(f"{e}; not back within {self._reconnect_timeout_s:g} s") from e
+            return run()
+
+    def _exec_out(self, cmd: str, timeout_s: float = 20) -> bytes:
+        """Raw stdout of `cmd` (as `adb exec-out`): binary-safe, no terminal translation. Only for reads."""
+
+        def run() -> bytes:
+            with self._adb_errors(f"running `exec-out {cmd}`"):
+                conn = self._adb.open_transport(timeout=timeout_s)
+                try:
+                    conn.send_command(f"exec:{cmd}")
+                    conn.check_okay()
+                    chunks = bytearray()
+                    while chunk := conn.conn.recv(1 << 16):
+                        chunks += chunk
+                    return bytes(chunks)
+                finally:
+                    conn.close()
+
+        return self._reconnecting(run, f"running `exec-out {cmd}`", idempotent=True)
 
     # -- observing --------------------------------------------------------------------------------------
 
@@ -115,7 +150,7 @@ class Device:
             # One round trip: dump to the file and print it. A failed dump leaves no file (it was removed),
             # so a stale dump is never read back.
             cmd = f"rm -f {DUMP_PATH}; uiautomator dump {DUMP_PATH} && cat {DUMP_PATH}"
-            output = self.shell(cmd, timeout_s=30).output
+            output = self.shell(cmd, timeout_s=30, idempotent=True).output
             start = output.find("<?xml") if "<?xml" in output else output.find("<hierarchy")
             end = output.rfind("</hierarchy>")
             if 0 <= start < end:
@@ -170,7 +205,7 @@ class Device:
 
     def setting(self, namespace: str, key: str) -> str | None:
         """`settings get NAMESPACE KEY`; None when the key is unset."""
-        result = self.shell(f"settings get {namespace} {key}")
+        result = self.shell(f"settings get {namespace} {key}", idempotent=True)
         value = result.output.strip()
         if not result.ok:
             raise DeviceError(f"adb device {self.serial}: `settings get {namespace} {key}` failed: {value!r}")
@@ -178,10 +213,10 @@ class Device:
 
     def focused_activity(self) -> str:
         """The resumed activity as `pkg/.Activity`, or "" when nothing is resumed."""
-        out = self.shell("dumpsys activity activities | grep ResumedActivity").output
+        out = self.shell("dumpsys activity activities | grep ResumedActivity", idempotent=True).output
         match = _RESUMED.search(out)
         if match is None:
-            match = _FOCUS.search(self.shell("dumpsys window | grep mCurrentFocus").output)
+            match = _FOCUS.search(self.shell("dumpsys window | grep mCurrentFocus", idempotent=True).output)
         if match is None:
             return ""
         component = short_component(match.group(1))
@@ -190,7 +225,7 @@ class Device:
 
     def installed_packages(self) -> list[str]:
         if self._packages is None:
-            out = self.shell("pm list packages").output
+            out = self.shell("pm list packages", idempotent=True).output
             self._packages = [
                 line[len("package:") :].strip() for line in out.splitlines() if line.startswith("package:")
             ]
@@ -350,12 +385,12 @@ class Device:
             state = self._listed_states().get(self.serial, "absent")
             if state == "device":
                 with contextlib.suppress(DeviceError):
-                    if self.shell("getprop sys.boot_completed", timeout_s=5).output.strip() == "1":
+                    if self._shell_once("getprop sys.boot_completed", timeout_s=5).output.strip() == "1":
                         return
             if time.monotonic() >= deadline:
                 break
             time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+            delay = min(delay * 2, 0.25)
         message = (
             f"adb device {self.serial} did not come back online within {timeout_s:.0f} s (state: {state})"
         )

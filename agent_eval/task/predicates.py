@@ -27,7 +27,7 @@ from agent_eval.task.schema import (
 class StateSource(Protocol):
     """What the predicates read from a device (agent_eval.device.Device satisfies it)."""
 
-    def shell(self, cmd: str, timeout_s: float = 10) -> ShellResult: ...
+    def shell(self, cmd: str, timeout_s: float = 10, *, idempotent: bool = False) -> ShellResult: ...
 
     def setting(self, namespace: str, key: str) -> str | None: ...
 
@@ -111,7 +111,9 @@ def _holds(predicate: Predicate, probe: _Probe) -> bool:
         return probe.device.setting(s.namespace, s.key) == s.equals
     if isinstance(predicate, ShellPredicate):
         c = predicate.shell
-        return _text_matches(probe.device.shell(c.command).output.strip(), c.equals, c.matches)
+        return _text_matches(
+            probe.device.shell(c.command, idempotent=True).output.strip(), c.equals, c.matches
+        )
     if isinstance(predicate, ElementPredicate):
         found = bool(matching_elements(predicate.element, probe.nodes()))
         return found if predicate.element.exists else not found
