@@ -15,9 +15,22 @@ import adbutils
 from agent_eval.virtual_device import start_fleet
 
 
+def exec_out(dev: adbutils.AdbDevice, command: str) -> bytes:
+    """`adb exec-out COMMAND` through the adb server: raw stdout, no shell protocol."""
+    conn = dev.open_transport()
+    try:
+        conn.send_command(f"exec:{command}")
+        conn.check_okay()
+        data = conn.read_until_close(encoding=None)
+    finally:
+        conn.close()
+    assert isinstance(data, bytes)
+    return data
+
+
 def observe(dev: adbutils.AdbDevice) -> tuple[bytes, str]:
-    png = dev.shell2(["screencap", "-p"], encoding=None).output  # legacy-free: shell v2, binary
-    xml = dev.dump_hierarchy()
+    png = exec_out(dev, "screencap -p")
+    xml = dev.dump_hierarchy()  # rm -f X; uiautomator dump X && echo success; then X is pulled over sync
     return png, xml
 
 
@@ -25,7 +38,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=50)
     ap.add_argument("--base-port", type=int, default=5690)
-    ap.add_argument("--changing", action="store_true", help="tap between observations so every frame is new")
+    ap.add_argument("--changing", action="store_true", help="scroll between observations so every frame is new")
     args = ap.parse_args()
     with start_fleet(count=1, base_port=args.base_port) as fleet:
         dev = adbutils.AdbClient().device(fleet.serials[0])

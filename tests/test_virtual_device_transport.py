@@ -73,6 +73,13 @@ def test_adbutils_shell2_v2_and_legacy_shell(serial: str) -> None:
     assert d.shell2("getprop sys.boot_completed").output.strip() == "1"
 
 
+def test_interactive_adb_shell_reads_commands_from_stdin(serial: str) -> None:
+    done = adb(serial, "shell", stdin=b"echo hi\nsettings get global wifi_on\nexit 3\n")
+    assert done.returncode == 3
+    lines = done.stdout.decode().replace("\r", "").splitlines()
+    assert "hi" in lines and "1" in lines
+
+
 def test_exec_out_is_binary_safe(serial: str) -> None:
     payload = bytes(range(256)) * 40 + b"\r\n\n\r"
     device(serial).sync.push(payload, "/sdcard/blob.bin")

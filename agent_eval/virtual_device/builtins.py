@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Iterator
 
 from agent_eval.virtual_device.shell import Output, Shell, ShellExit, command
 from agent_eval.virtual_device.storage import PhoneError
@@ -49,6 +50,41 @@ def _echo(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if escapes:
         text = text.encode().decode("unicode_escape")
     io.out(text + ("\n" if newline else ""))
+    return 0
+
+
+def _printf_filler(values: Iterator[str]) -> Callable[[re.Match[str]], str]:
+    def fill(m: re.Match[str]) -> str:
+        spec = m.group(0)
+        if spec == "%%":
+            return "%"
+        v = next(values, "")
+        if spec[-1] in "dxo":
+            try:
+                return spec % int(v or 0)
+            except ValueError:
+                return "0"
+        return (spec[:-1] + "s") % v
+
+    return fill
+
+
+@command("printf")
+def _printf(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    if not args:
+        io.err("printf: Needs 1 argument\n")
+        return 1
+    fmt = args[0].encode().decode("unicode_escape")
+    values = args[1:]
+    specs = re.findall(r"%[-0-9.]*[sdxoc%]", fmt)
+    needed = len([s for s in specs if s != "%%"])
+    out = []
+    while True:
+        chunk, values = values[:needed], values[needed:]
+        out.append(re.sub(r"%[-0-9.]*[sdxoc%]", _printf_filler(iter(chunk)), fmt))
+        if not values or not needed:
+            break
+    io.out("".join(out))
     return 0
 
 

@@ -112,7 +112,8 @@ def value_summary(row: Row, state: PhoneState) -> str:
 def switch_checked(row: Row, state: PhoneState) -> bool:
     assert row.bind is not None
     v = state.get(row.bind.namespace, row.bind.key)
-    return v is not None and v != row.off_value
+    # "0" reads as off even where off is another value (ui_night_mode 0 = auto, not dark).
+    return v not in (None, row.off_value, "0")
 
 
 def visible_rows(screen: Screen, state: PhoneState) -> list[tuple[int, Row]]:
