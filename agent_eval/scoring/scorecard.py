@@ -111,9 +111,9 @@ def score_episodes(
 
     notes = list(notes)
     regression = None
-    if reference is None:
+    if reference is None and len(by_build) > 1:
         notes.append("no reference build (none given, none recorded): pass --reference NAME for verdicts")
-    elif len(by_build) > 1:
+    elif reference is not None and len(by_build) > 1:
         regression = compare_builds(scored, reference, margin, alpha)
     unresolved = sum(settled.unresolved.values())
     if unresolved:
