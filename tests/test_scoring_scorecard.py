@@ -228,3 +228,13 @@ def test_run_json_sets_reference_and_margin_and_options_override(tmp_path: Path)
     card = score_run(tmp_path / "run")
     assert card.reference == "bf16"
     assert any("fp32" in n for n in card.notes)
+
+
+def test_without_any_reference_there_are_scores_but_no_verdicts_and_a_note() -> None:
+    records = [episode(b, "wifi_on", s, Outcome.SUCCESS, bits=4.0) for b in ("a", "b") for s in range(3)]
+    card = score_episodes(records, run_id="r1")
+    assert card.reference is None and card.regression is None
+    assert [b.episodes for b in card.builds] == [3, 3]
+    assert any("--reference" in n for n in card.notes)
+    alone = score_episodes(records[:3], run_id="r1")
+    assert alone.notes == []
