@@ -272,3 +272,24 @@ def test_each_tap_is_drawn_on_the_centre_of_the_element_it_named(rendered: Rende
         assert (int(dom.attrs[circle]["cx"]), int(dom.attrs[circle]["cy"])) == centre
         checked += 1
     assert checked > 0
+
+
+def test_a_link_with_an_outcome_opens_the_first_cell_that_has_it_and_dims_the_rest(
+    rendered: Rendered, tmp_path: Path
+) -> None:
+    run_dir = rendered[0]
+    dom = _Dom()
+    dom.feed(_chromium(f"{(run_dir / 'report.html').as_uri()}#outcome=undone", tmp_path, "--dump-dom"))
+    [body] = dom.having("data-viewer-ready")
+    assert dom.attrs[body]["data-filter"] == "undone"
+    [viewer] = dom.having("id", "viewer")
+    shown = [
+        dom.attrs[i]["data-outcome"]
+        for i in dom.having("data-outcome", within=viewer)
+        if dom.tags[i] == "section"
+    ]
+    assert "undone" in shown
+    cells = [dom.attrs[i] for i in dom.having("data-outcomes")]
+    assert cells
+    for cell in cells:
+        assert ("dim" in cell["class"].split()) is ("undone" not in cell["data-outcomes"].split())

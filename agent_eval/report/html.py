@@ -126,12 +126,21 @@ def _matrix(episodes: RunEpisodes, builds: Sequence[str]) -> str:
                 for b in builds
                 if b in cell
             )
-            cells.append(f'<td class="cell" data-task="{escape(task)}" data-seed="{seed}">{dots}</td>')
+            outcomes = " ".join(sorted({e.outcome.value for e in cell.values()}))
+            cells.append(
+                f'<td class="cell" data-task="{escape(task)}" data-seed="{seed}" data-outcomes="{outcomes}">'
+                f"{dots}</td>"
+            )
         rows.append(f'<tr><td class="name">{escape(task)}</td>{"".join(cells)}</tr>')
-    legend = " ".join(f'<span class="outcome o-{o}">{o}</span>' for o in OUTCOME_COLORS)
+    legend = " ".join(
+        f'<button class="outcome o-{o} filter" data-outcome="{o}" title="show only cells with a {o} episode">'
+        f"{o}</button>"
+        for o in OUTCOME_COLORS
+    )
     order = ", ".join(escape(b) for b in builds)
     return (
-        f"<p>Each cell is one (task, seed); dots are builds in the order {order}. {legend}</p>"
+        f"<p>Each cell is one (task, seed); dots are builds in the order {order}. Click an outcome to keep "
+        f"only the cells that have it (previous / next follow): {legend}</p>"
         f'<table id="matrix"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
     )
 

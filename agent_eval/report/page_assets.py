@@ -46,6 +46,8 @@ td.ci { color: var(--muted); font-size: 12px; }
 dialog.zoom { padding: 0; border: none; } dialog.zoom .frame { position: relative; }
 dialog.zoom img { display: block; max-height: 92vh; }
 .nav button { margin-right: 6px; }
+button.outcome { border: none; cursor: pointer; } button.outcome.off { opacity: 0.3; }
+#matrix td.cell.dim { opacity: 0.15; }
 """
 
 SCRIPT = r"""
@@ -197,8 +199,19 @@ SCRIPT = r"""
     return box;
   }
 
+  // The address says what is shown (#task=…&seed=…&outcome=…), so a view can be shared as a link.
+  let only = null;
+  function hashParams() { return new URLSearchParams(location.hash.slice(1)); }
+  function fromHash() {
+    const params = hashParams();
+    return (params.get('task') || '') + '\u0000' + (params.get('seed') || '');
+  }
+  // An outcome filter keeps the matrix cells (and the previous / next walk) that have an episode ending so.
+  const has = (key, outcome) => byCell.get(key).some((ep) => ep.outcome === outcome);
+  const kept = () => cells.filter((key) => only === null || has(key, only));
+
   function show(key) {
-    if (!byCell.has(key)) key = cells[0];
+    if (!byCell.has(key)) key = kept()[0] || cells[0];
     if (key === undefined) return;
     const [task, seed] = key.split('\u0000');
     const eps = byCell.get(key).slice().sort((a, b) => builds.indexOf(a.build) - builds.indexOf(b.build));
@@ -210,13 +223,22 @@ SCRIPT = r"""
     document.querySelectorAll('#matrix td.cell').forEach((td) => {
       td.classList.toggle('current', td.dataset.task === task && td.dataset.seed === seed);
     });
-    const hash = '#task=' + encodeURIComponent(task) + '&seed=' + encodeURIComponent(seed);
+    let hash = '#task=' + encodeURIComponent(task) + '&seed=' + encodeURIComponent(seed);
+    if (only !== null) hash += '&outcome=' + encodeURIComponent(only);
     if (location.hash !== hash) history.replaceState(null, '', hash);
   }
 
-  function fromHash() {
-    const params = new URLSearchParams(location.hash.slice(1));
-    return (params.get('task') || '') + '\u0000' + (params.get('seed') || '');
+  function filter(outcome) {
+    only = outcome;
+    document.body.dataset.filter = only || '';
+    document.querySelectorAll('button.filter').forEach((b) => {
+      b.classList.toggle('off', only !== null && b.dataset.outcome !== only);
+    });
+    document.querySelectorAll('#matrix td.cell').forEach((td) => {
+      td.classList.toggle('dim', only !== null && !td.dataset.outcomes.split(' ').includes(only));
+    });
+    const walk = kept();
+    show(walk.includes(fromHash()) || !walk.length ? fromHash() : walk[0]);
   }
 
   document.querySelectorAll('#matrix td.cell').forEach((td) => {
@@ -225,12 +247,21 @@ SCRIPT = r"""
       document.getElementById('viewer').scrollIntoView();
     });
   });
-  const step = (d) => () => show(cells[(cells.indexOf(fromHash()) + d + cells.length) % cells.length]);
+  document.querySelectorAll('button.filter').forEach((button) => {
+    const outcome = button.dataset.outcome;
+    button.addEventListener('click', () => filter(only === outcome ? null : outcome));
+  });
+  const step = (d) => () => {
+    const walk = kept();
+    if (!walk.length) return;
+    const here = walk.indexOf(fromHash());
+    show(walk[here < 0 ? 0 : (here + d + walk.length) % walk.length]);
+  };
   document.getElementById('prev').addEventListener('click', step(-1));
   document.getElementById('next').addEventListener('click', step(1));
   window.addEventListener('hashchange', () => show(fromHash()));
   body.dataset.imagesLoaded = 0; body.dataset.imagesBroken = 0;
-  show(fromHash());
+  filter(hashParams().get('outcome'));
   body.dataset.viewerReady = '1';
 })();
 """
