@@ -36,29 +36,29 @@ class GridBuilds:
 
 
 def resolve_tasks(spec: GridSpec) -> list[Task]:
-    """The spec's tasks: files and folders as given, bare ids looked up in the repo's tasks/ folder."""
-    paths = [resolve_path(t, spec.base) for t in spec.tasks if not is_task_id(t)]
-    ids = [t for t in spec.tasks if is_task_id(t)]
-    tasks = load_tasks(paths) if paths else []
-    if ids:
-        known = {t.id: t for t in load_tasks(repo_root() / "tasks")}
-        unknown = [i for i in ids if i not in known]
-        if unknown:
+    """The spec's tasks in its order: files and folders, or bare ids looked up in the repo's tasks/ folder."""
+    tasks: list[Task] = []
+    known: dict[str, Task] | None = None
+    for entry in spec.tasks:
+        path = resolve_path(entry, spec.base)
+        if path.exists() or not is_task_id(entry):
+            tasks += load_tasks(path)
+            continue
+        if known is None:
+            known = {t.id: t for t in load_tasks(repo_root() / "tasks")}
+        if entry not in known:
             raise TaskError(
-                f"no task with id {', '.join(map(repr, unknown))} in {repo_root() / 'tasks'}; "
+                f"no task file {path} and no task with id {entry!r} in {repo_root() / 'tasks'}; "
                 f"known ids: {', '.join(sorted(known))}"
             )
-        have = {t.id for t in tasks}
-        tasks += [known[i] for i in ids if i not in have]
-    seen: set[str] = set()
-    unique = []
+        tasks.append(known[entry])
+    unique: dict[str, Task] = {}
     for task in tasks:
-        if task.id not in seen:
-            seen.add(task.id)
-            unique.append(
+        if task.id not in unique:
+            unique[task.id] = (
                 task if spec.max_steps is None else task.model_copy(update={"max_steps": spec.max_steps})
             )
-    return unique
+    return list(unique.values())
 
 
 def resolve_builds(spec: GridSpec) -> GridBuilds:
@@ -137,15 +137,24 @@ def _pairs(
 
 
 def _decided(
-    finished: Finished, build: str, reference: str, targets: Mapping[CellKey, int], cap: int, hypotheses: int
+    finished: Finished,
+    build: str,
+    reference: str,
+    targets: Mapping[CellKey, int],
+    schedule: Sequence[int],
+    hypotheses: int,
 ) -> bool:
-    """Whether no pair the cap still allows could change the build's pooled REGRESSION decision."""
+    """Whether no pair the top-up could still add changes the build's pooled REGRESSION decision.
+
+    Only cells that would grow can add pairs (a concordant cell is finished), each up to the cap.
+    """
     remaining = 0
     counts = {"navigation": [0, 0], "success": [0, 0]}
     for (b, task_id), n in targets.items():
         if b != build:
             continue
-        remaining += cap - n
+        if next_seed_count(_pairs(finished, build, reference, task_id, n), schedule) > n:
+            remaining += max(schedule) - n
         for seed in range(n):
             r, m = finished.get((reference, task_id, seed)), finished.get((build, task_id, seed))
             if r is None or m is None:
@@ -180,9 +189,8 @@ def top_up(
     grown: list[CellKey] = []
     notes: list[str] = []
     builds = sorted({b for b, _ in targets if b != reference})
-    cap = max(schedule)
     curtailed = (
-        {b for b in builds if _decided(finished, b, reference, targets, cap, hypotheses=2 * len(builds))}
+        {b for b in builds if _decided(finished, b, reference, targets, schedule, hypotheses=2 * len(builds))}
         if curtail
         else set()
     )
