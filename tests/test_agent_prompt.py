@@ -194,3 +194,21 @@ def test_a_switch_that_only_says_on_or_off_is_named_by_its_rows_title() -> None:
         '[2] Switch "Wi-Fi" checked=false',
         '[3] Switch "OFF" checked=true',  # not in a row: nothing better to call it
     ]
+
+
+def test_past_steps_name_what_was_acted_on() -> None:
+    from agent_eval.agent.prompt import action_summary
+
+    screen = settings_screen()
+
+    def summary(**fields: object) -> str:
+        return action_summary(Action.model_validate(fields), screen)
+
+    assert summary(type="tap", element=2) == 'tap 2 "Wi-Fi"'
+    assert summary(type="tap", element=4) == "tap 4 (RecyclerView)"
+    assert summary(type="long_press", element=42) == "long_press 42 (not on screen)"
+    assert summary(type="scroll", direction="down") == "scroll down"
+    assert summary(type="type", element=5, text="Pixel 8") == 'type 5 (EditText) "Pixel 8"'
+    assert summary(type="open_app", app="Settings") == "open_app Settings"
+    assert summary(type="tap", x=10, y=20) == "tap at 10,20"
+    assert action_summary(None, screen) == "invalid answer (ignored)"

@@ -154,9 +154,7 @@ def action_summary(action: Action | None, observation: Observation | None = None
     words = [action.type.value]
     if action.element is not None:
         words.append(str(action.element))
-        label = _label_of(action.element, observation)
-        if label:
-            words.append(json.dumps(_clip(label, 40), ensure_ascii=False))
+        words.append(_named(action.element, observation))
     elif action.x is not None and action.y is not None:
         words.append(f"at {action.x},{action.y}")
     for value in (action.direction, action.key, action.app):
@@ -164,7 +162,7 @@ def action_summary(action: Action | None, observation: Observation | None = None
             words.append(value)
     if action.text is not None:
         words.append(json.dumps(_clip(action.text, 40), ensure_ascii=False))
-    return " ".join(words)
+    return " ".join(w for w in words if w)
 
 
 def build_prompt(
@@ -230,13 +228,19 @@ def prompt_hash(recorded: Sequence[dict[str, Any]]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _label_of(index: int, observation: Observation | None) -> str:
+def _named(index: int, observation: Observation | None) -> str:
+    """How a past step names its element: its label in quotes, else its kind in brackets."""
     if observation is None:
         return ""
     for e in observation.elements:
         if e.index == index:
-            return e.text or e.content_desc
-    return ""
+            label = e.text or e.content_desc
+            if e.checkable and (not label or label.upper() in _STATE_WORDS):
+                label = row_label(e, observation) or label
+            if label:
+                return json.dumps(_clip(label, 40), ensure_ascii=False)
+            return f"({e.cls.rsplit('.', 1)[-1] or 'View'})"
+    return "(not on screen)"
 
 
 def _short_activity(activity: str) -> str:
