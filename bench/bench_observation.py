@@ -38,7 +38,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=50)
     ap.add_argument("--base-port", type=int, default=5690)
-    ap.add_argument("--changing", action="store_true", help="scroll between observations so every frame is new")
+    ap.add_argument("--changing", action="store_true", help="scroll before each observation: a new frame")
     args = ap.parse_args()
     with start_fleet(count=1, base_port=args.base_port) as fleet:
         dev = adbutils.AdbClient().device(fleet.serials[0])
