@@ -46,7 +46,9 @@ def test_every_model_and_field_of_scorecard_json_is_documented_in_order() -> Non
         assert documented[model.__name__] == list(model.model_fields), model.__name__
 
 
-def test_every_field_says_what_it_means() -> None:
+def test_every_field_says_what_it_means_and_the_doc_says_the_same() -> None:
+    doc = DOC.read_text(encoding="utf-8")
     for model in MODELS:
         for name, field in model.model_fields.items():
             assert field.description and len(field.description) > 10, f"{model.__name__}.{name}"
+            assert f"| {field.description.replace('|', chr(92) + '|')} |" in doc, f"{model.__name__}.{name}"
