@@ -52,6 +52,9 @@ def test_seeds_pick_parameters_deterministically_and_cover_every_combination(tmp
     seen = {tuple(sorted(task.instantiate(seed).params.items())) for seed in range(6)}
     assert len(seen) == 6
     assert task.instantiate(4).params == task.instantiate(4).params == task.instantiate(10).params
+    # Instances are values: equal for the same seed, usable as keys.
+    assert task.instantiate(4) == task.instantiate(4) != task.instantiate(5)
+    assert len({task.instantiate(s) for s in (0, 0, 1)}) == 2
 
 
 def test_parameters_are_substituted_into_goal_setup_goal_state_and_oracle(tmp_path: Path) -> None:

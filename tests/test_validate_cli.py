@@ -85,6 +85,16 @@ def test_without_a_device_it_starts_a_virtual_phone_itself() -> None:
     assert f"emulator-{BASE_PORT + 10}" in done.stdout
 
 
+def test_flaky_dumps_do_not_fail_a_sound_task(tmp_path: Path) -> None:
+    log = tmp_path / "faults.jsonl"
+    faults = virtual_device.FaultConfig(dump_fail_rate=0.3, seed=3)
+    with virtual_device.start_fleet(count=1, base_port=BASE_PORT + 20, faults=faults, fault_log=log) as fleet:
+        done = validate("tasks/wifi_on.yaml", "--device", fleet.serials[0])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok   wifi_on" in done.stdout
+    assert '"dump_fail"' in log.read_text()  # the faults did happen, and were retried
+
+
 @pytest.mark.slow
 def test_every_shipped_task_validates(serial: str) -> None:
     done = validate("tasks", "--device", serial)

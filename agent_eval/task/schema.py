@@ -6,7 +6,7 @@ Goal-state predicates are one-key mappings: setting, shell, element, activity, a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -316,12 +316,16 @@ class TaskInstance:
 
     task: Task
     seed: int
-    params: dict[str, str] = field(hash=False)
+    params: dict[str, str]
     goal: str
     start: Start
     setup: tuple[str, ...]
     goal_state: Predicate
     oracle: tuple[OracleStep, ...] | None
+
+    def __hash__(self) -> int:
+        # The task holds lists (unhashable); an instance is identified by task, version and seed.
+        return hash((self.task.id, self.task.version, self.seed))
 
     @property
     def id(self) -> str:
