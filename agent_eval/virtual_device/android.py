@@ -5,7 +5,10 @@ Outputs and exit codes follow an API 34 emulator; system-service commands are in
 
 from __future__ import annotations
 
+import io
 import struct
+
+from PIL import Image
 
 from agent_eval.virtual_device.apps import SETTINGS_NAMESPACES
 from agent_eval.virtual_device.phone import KEYCODES
@@ -20,13 +23,11 @@ def exception(io: Output, cmd: str, exc: str, msg: str) -> int:
 
 
 def _ints(io: Output, sub: str, vals: list[str]) -> list[int] | None:
-    try:
-        return [round(float(v)) for v in vals]
-    except ValueError as e:
-        bad = next(v for v in vals if not _is_number(v))
-        exception(io, sub, "java.lang.NumberFormatException", f'For input string: "{bad}"')
-        del e
+    bad = [v for v in vals if not _is_number(v)]
+    if bad:
+        exception(io, sub, "java.lang.NumberFormatException", f'For input string: "{bad[0]}"')
         return None
+    return [round(float(v)) for v in vals]
 
 
 def _is_number(v: str) -> bool:
@@ -106,10 +107,6 @@ def _input(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-def _raw_frame(png_rgba: bytes, w: int, h: int) -> bytes:
-    return struct.pack("<4I", w, h, 1, 0) + png_rgba
-
-
 @command("screencap")
 def _screencap(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     png = "-p" in args
@@ -133,12 +130,9 @@ def _screencap(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
 
 
 def _raw(sh: Shell) -> bytes:
-    import io as _io
-
-    from PIL import Image
-
-    img = Image.open(_io.BytesIO(sh.phone.screenshot_png())).convert("RGBA")
-    return _raw_frame(img.tobytes(), img.width, img.height)
+    """`screencap` without -p: width, height, format (1 = RGBA_8888), colour space, then the pixels."""
+    img = Image.open(io.BytesIO(sh.phone.screenshot_png())).convert("RGBA")
+    return struct.pack("<4I", img.width, img.height, 1, 0) + img.tobytes()
 
 
 @command("uiautomator")
