@@ -74,11 +74,13 @@ class ScriptedEndpoint:
         fail: str | None = None,
         delay_s: float = 0.0,
         model: str = "scripted",
+        stream_usage: bool = True,
     ) -> None:
         self.script = list(script)
         self.fail = fail
         self.delay_s = delay_s
         self.model = model
+        self.stream_usage = stream_usage  # False: ignore include_usage, as some servers do
         self.requests: list[dict[str, Any]] = []
         self.misses: list[str] = []
         self._lock = threading.Lock()
@@ -177,6 +179,7 @@ class ScriptedEndpoint:
                                 {
                                     "index": 0,
                                     "message": {"role": "assistant", "content": text},
+                                    "logprobs": _logprobs(_pieces(text), body),
                                     "finish_reason": "stop",
                                 }
                             ],
@@ -189,12 +192,16 @@ class ScriptedEndpoint:
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                pieces = [text[i : i + 4] for i in range(0, len(text), 4)] or [""]
-                for piece in pieces:
-                    delta = {"index": 0, "delta": {"content": piece}, "finish_reason": None}
+                for piece in _pieces(text):
+                    delta = {
+                        "index": 0,
+                        "delta": {"content": piece},
+                        "logprobs": _logprobs([piece], body),
+                        "finish_reason": None,
+                    }
                     self._event({"choices": [delta]})
                 self._event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-                if (body.get("stream_options") or {}).get("include_usage"):
+                if endpoint.stream_usage and (body.get("stream_options") or {}).get("include_usage"):
                     self._event({"choices": [], "usage": usage})
                 self._chunk(b"data: [DONE]\n\n")
                 self._chunk(b"")
@@ -217,6 +224,24 @@ class ScriptedEndpoint:
                 self.wfile.write(data)
 
         return Handler
+
+
+def _pieces(text: str) -> list[str]:
+    """The answer cut into 4-character "tokens" (as the usage counts them)."""
+    return [text[i : i + 4] for i in range(0, len(text), 4)] or [""]
+
+
+def _logprobs(pieces: list[str], body: dict[str, Any]) -> dict[str, Any] | None:
+    """Made-up but well-formed log-probs: each piece at -0.25, then alternatives "x", "y", … lower."""
+    if not body.get("logprobs"):
+        return None
+    k = int(body.get("top_logprobs") or 0)
+    content = []
+    for piece in pieces:
+        top = [{"token": piece, "logprob": -0.25}]
+        top += [{"token": chr(ord("x") + i), "logprob": -1.0 - i} for i in range(max(k - 1, 0))]
+        content.append({"token": piece, "logprob": -0.25, "top_logprobs": top[:k]})
+    return {"content": content}
 
 
 def _prompt_text(body: dict[str, Any]) -> str:

@@ -121,3 +121,26 @@ def test_a_rejected_request_is_not_retried() -> None:
             client.chat(MESSAGES)
         client.close()
         assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_log_probs_come_back_per_token_with_their_alternatives(stream: bool) -> None:
+    with ScriptedEndpoint([answer(TAP_3)]) as server, client_for(server.url, stream=stream) as client:
+        result = client.chat(MESSAGES, logprobs=True, top_logprobs=3)
+        plain = client.chat(MESSAGES)
+    assert server.requests[0]["logprobs"] is True and server.requests[0]["top_logprobs"] == 3
+    assert result.logprobs is not None and plain.logprobs is None
+    assert "".join(t.token for t in result.logprobs) == TAP_3
+    first = result.logprobs[0]
+    assert first.logprob == -0.25
+    assert first.top == ((TAP_3[:4], -0.25), ("x", -1.0), ("y", -2.0))
+
+
+def test_a_stream_without_usage_counts_its_chunks_as_tokens() -> None:
+    with ScriptedEndpoint([answer(TAP_3)], stream_usage=False) as server, client_for(server.url) as client:
+        result = client.chat(MESSAGES)
+        usage = client.usage()
+    assert result.text == TAP_3
+    assert result.completion_tokens == -(-len(TAP_3) // 4)  # one chunk per 4 characters
+    assert result.prompt_tokens == 0
+    assert usage.decode_tok_s is not None and usage.prefill_tok_s is None
