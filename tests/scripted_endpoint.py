@@ -86,7 +86,7 @@ class ScriptedEndpoint:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="scripted", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="scripted", daemon=True)
 
     @property
     def port(self) -> int:
@@ -95,6 +95,9 @@ class ScriptedEndpoint:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def _serve(self) -> None:
+        self._server.serve_forever(poll_interval=0.05)  # a quick shutdown keeps the tests fast
 
     def start(self) -> ScriptedEndpoint:
         self._thread.start()
