@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 
 from PIL import Image
 
 from agent_eval.action import Action, ActionType
 from agent_eval.device.uitree import parse_ui
-from agent_eval.records import Outcome
+from agent_eval.records import Outcome, StepRecord
+from agent_eval.report.html import write_html_report
 from agent_eval.report.run_files import read_episodes, read_steps
 from agent_eval.report.synthetic import SyntheticRun, ui_xml, write_synthetic_run
 from agent_eval.report.thumbnails import THUMB_WIDTH, thumbnail
 from agent_eval.report.trajectory import _uitree_centres, describe, element_name, episode_view, overlay
+from agent_eval.scoring.scorecard import score_run
 
 WIDTH, HEIGHT = 1080, 2400
 
@@ -151,3 +155,19 @@ def test_the_viewer_labels_a_tap_with_the_elements_label(tmp_path: Path) -> None
                 assert name and shown["overlay"]["label"] == f"tap [{record.action.element}] {name}"
                 labelled += 1
     assert labelled > 0
+
+
+def test_an_answer_that_looks_like_html_stays_text_in_the_page(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_synthetic_run(run, SyntheticRun(builds=("bf16", "w4a16"), tasks=("wifi_on",), seeds=1))
+    hostile = '</script><script>document.title="owned"</script><!-- <b>'
+    episode_dir = run / "episodes" / "w4a16" / "wifi_on" / "0"
+    lines = (episode_dir / "steps.jsonl").read_text().splitlines()
+    first = StepRecord.model_validate_json(lines[0]).model_copy(update={"raw_answer": hostile})
+    (episode_dir / "steps.jsonl").write_text("\n".join([first.model_dump_json(), *lines[1:]]) + "\n")
+    page = write_html_report(run, score_run(run)).read_text()
+    assert hostile not in page and "<script>document.title" not in page
+    scripts = re.findall(r'<script type="application/json" id="episodes-data">(.*?)</script>', page, re.S)
+    [data] = scripts
+    shown = [s["raw"] for e in json.loads(data) if e["build"] == "w4a16" for s in e["steps"]]
+    assert shown[0] == hostile

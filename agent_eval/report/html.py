@@ -146,8 +146,8 @@ def _matrix(episodes: RunEpisodes, builds: Sequence[str]) -> str:
 
 
 def _json_script(element_id: str, value: Any) -> str:
-    # "</" inside a string would end the script element early.
-    text = json.dumps(value, separators=(",", ":")).replace("</", "<\\/")
+    # A model's answer may hold "</script>" or "<!--", which would end or derail the element: no "<" at all.
+    text = json.dumps(value, separators=(",", ":")).replace("<", "\\u003c")
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 
 
