@@ -121,6 +121,11 @@ def test_the_shipped_tasks_load_and_cover_what_the_suite_needs() -> None:
     assert any(t.verify for t in tasks)
     assert any(t.params for t in tasks)
     assert all(t.oracle for t in tasks)
+    starts = {
+        "home" if t.start.is_home else "app" if t.start.app else "intent" if t.start.intent else "activity"
+        for t in tasks
+    }
+    assert starts == {"home", "app", "intent", "activity"}
     for task in tasks:
         for seed in range(combinations(task.params)):
             instance = task.instantiate(seed)
