@@ -74,6 +74,7 @@ def test_a_failure_then_success_is_retried_transparently() -> None:
     with ScriptedEndpoint([answer(TAP_3)], fail="flaky") as server, client_for(server.url) as client:
         result = client.chat(MESSAGES)
         assert result.text == TAP_3 and result.attempts == 2
+        assert result.waited_s >= result.latency_s + 0.01  # the failed attempt and the backoff count too
         assert client.usage().retries == 1
         assert len(server.requests) == 2
 

@@ -61,5 +61,5 @@ class LLMPolicy:
             prompt_hash=prompt.hash,
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
-            model_s=result.latency_s,
+            model_s=result.waited_s,  # retries included: waiting on the engine is never harness time
         )

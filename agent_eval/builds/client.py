@@ -5,6 +5,7 @@ It also keeps a per-client usage tally (requests, tokens, time to first token, d
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import threading
@@ -38,6 +39,7 @@ class ChatResult:
     finish_reason: str | None
     logprobs: tuple[TokenLogprob, ...] | None = None
     attempts: int = 1  # 1 + retries spent on this request
+    waited_s: float = 0.0  # the whole call, failed attempts and backoff included
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,7 @@ class ChatClient:
             messages, json_schema=json_schema, seed=seed, logprobs=logprobs, top_logprobs=top_logprobs
         )
         problem = ""
+        called = time.perf_counter()
         for attempt in range(1, self.retries + 2):
             if attempt > 1:
                 time.sleep(self.backoff_s * 2 ** (attempt - 2))
@@ -176,7 +179,7 @@ class ChatClient:
             except _Fatal as e:
                 self._count_failure(attempt - 1)
                 raise EngineError(f"endpoint {self._url}: {e}") from None
-            result = _with_attempts(result, attempt)
+            result = dataclasses.replace(result, attempts=attempt, waited_s=time.perf_counter() - called)
             self._count(result)
             return result
         self._count_failure(self.retries)
@@ -241,21 +244,6 @@ class _Retryable(Exception):
 
 class _Fatal(Exception):
     """A failure that retrying cannot fix: the endpoint rejected the request itself (4xx)."""
-
-
-def _with_attempts(r: ChatResult, attempts: int) -> ChatResult:
-    if attempts == 1:
-        return r
-    return ChatResult(
-        text=r.text,
-        prompt_tokens=r.prompt_tokens,
-        completion_tokens=r.completion_tokens,
-        latency_s=r.latency_s,
-        first_token_s=r.first_token_s,
-        finish_reason=r.finish_reason,
-        logprobs=r.logprobs,
-        attempts=attempts,
-    )
 
 
 def _raise_for_status(response: httpx.Response, *, read: bool) -> None:
