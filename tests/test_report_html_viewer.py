@@ -15,7 +15,7 @@ from agent_eval.records import Outcome, StepRecord
 from agent_eval.report.html import write_html_report
 from agent_eval.report.run_files import read_episodes, read_steps
 from agent_eval.report.synthetic import SyntheticRun, ui_xml, write_synthetic_run
-from agent_eval.report.thumbnails import THUMB_WIDTH, thumbnail
+from agent_eval.report.thumbnails import THUMB_WIDTH, episode_thumbnails, thumbnail
 from agent_eval.report.trajectory import _uitree_centres, describe, element_name, episode_view, overlay
 from agent_eval.scoring.scorecard import score_run
 
@@ -171,3 +171,25 @@ def test_an_answer_that_looks_like_html_stays_text_in_the_page(tmp_path: Path) -
     [data] = scripts
     shown = [s["raw"] for e in json.loads(data) if e["build"] == "w4a16" for s in e["steps"]]
     assert shown[0] == hostile
+
+
+def test_thumbnails_made_as_an_episode_finishes_are_the_ones_the_report_uses(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_synthetic_run(run, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
+    [episode] = read_episodes(run).final
+    assert episode_thumbnails(run, run / episode.episode_dir) == episode.steps
+    made = {p: p.stat().st_mtime_ns for p in (run / "thumbs").rglob("*.jpg")}
+    assert len(made) == episode.steps
+    write_html_report(run, score_run(run), thumbnail_budget_s=0.0)
+    assert {p: p.stat().st_mtime_ns for p in (run / "thumbs").rglob("*.jpg")} == made
+
+
+def test_past_the_time_budget_a_step_shows_its_full_screenshot_instead(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_synthetic_run(run, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=2))
+    page = write_html_report(run, score_run(run), thumbnail_budget_s=0.0).read_text()
+    assert not (run / "thumbs").exists()
+    sources = re.findall(r'"thumb":"([^"]+)"', page)
+    assert sources and all(s.startswith("episodes/") and s.endswith(".png") for s in sources)
+    page = write_html_report(run, score_run(run)).read_text()
+    assert all(s.startswith("thumbs/") for s in re.findall(r'"thumb":"([^"]+)"', page))
