@@ -13,7 +13,7 @@ import pytest
 from agent_eval.action import Action, ActionType
 from agent_eval.device import Device
 from agent_eval.device.observation import Observation
-from agent_eval.errors import DeviceError, DeviceNotFoundError, InvalidActionError
+from agent_eval.errors import ConfigError, DeviceError, DeviceNotFoundError, InvalidActionError
 
 virtual_device = pytest.importorskip("agent_eval.virtual_device")
 
@@ -148,7 +148,7 @@ def test_reset_loads_the_snapshot_and_without_one_goes_home_with_apps_stopped(ph
     assert phone.last_reset == "snapshot default_boot"
     assert phone.setting("global", "bluetooth_on") == "0"
     assert "launcher" in phone.focused_activity()
-    with pytest.raises(DeviceError, match="no_such_snapshot"):
+    with pytest.raises(ConfigError, match="has no snapshot 'no_such_snapshot'"):
         phone.reset("no_such_snapshot")
 
     phone.start_intent("android.settings.WIFI_SETTINGS")

@@ -21,7 +21,7 @@ from agent_eval.device import gestures
 from agent_eval.device.adb import ShellResult, listed_devices, online_serials, run_emu, short_component
 from agent_eval.device.observation import Bounds, Element, Observation
 from agent_eval.device.uitree import parse_ui
-from agent_eval.errors import DeviceError, DeviceNotFoundError, InvalidActionError
+from agent_eval.errors import ConfigError, DeviceError, DeviceNotFoundError, InvalidActionError
 
 DUMP_PATH = "/sdcard/window_dump.xml"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -365,6 +365,12 @@ class Device:
         if snapshot is not None and self.has_snapshots():
             out = self.emu("avd", "snapshot", "load", snapshot)
             if "KO:" in out:
+                if "not exist" in out.lower() or "not found" in out.lower():
+                    # A wrong name is the user's to fix, not a flaky device to retry.
+                    raise ConfigError(
+                        f"adb device {self.serial} has no snapshot {snapshot!r}: save one with "
+                        f"`adb -s {self.serial} emu avd snapshot save {snapshot}`, or run without one"
+                    )
                 raise DeviceError(
                     f"adb device {self.serial} could not load snapshot {snapshot!r}: {out.strip()[:300]}"
                 )
