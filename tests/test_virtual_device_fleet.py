@@ -122,6 +122,7 @@ def test_phone_process_dies_with_its_parent(tmp_path: Path) -> None:
             parent.kill()
 
 
+@pytest.mark.slow
 def test_busy_port_is_a_clear_error() -> None:
     with start_fleet(count=1, base_port=BASE + 12):
         with pytest.raises(DeviceError, match="pick another --base-port"):
