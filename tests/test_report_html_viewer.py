@@ -193,3 +193,18 @@ def test_past_the_time_budget_a_step_shows_its_full_screenshot_instead(tmp_path:
     assert sources and all(s.startswith("episodes/") and s.endswith(".png") for s in sources)
     page = write_html_report(run, score_run(run)).read_text()
     assert all(s.startswith("thumbs/") for s in re.findall(r'"thumb":"([^"]+)"', page))
+
+
+def test_the_builds_table_tells_builds_apart_and_links_each_engine_log(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_synthetic_run(run, SyntheticRun(builds=("bf16", "w4a16"), tasks=("wifi_on",), seeds=1))
+    page = write_html_report(run, score_run(run)).read_text()
+    table = page[page.index('<table id="builds">') :]
+    table = table[: table.index("</table>")]
+    rows = re.findall(r"<tr><td class=\"name\">(.*?)</td>(.*?)</tr>", table)
+    assert [name for name, _ in rows] == ["bf16", "w4a16"]
+    for name, cells in rows:
+        assert f"<td>{name}</td>" in cells  # the scheme
+        [log] = re.findall(r'<a href="([^"]+)">log</a>', cells)
+        assert (run / log).read_text().startswith(f"INFO serving {name}")
+        assert f"/models/{name}" in cells

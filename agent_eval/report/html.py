@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.records import EpisodeRecord
+from agent_eval.report.manifests import builds_table
 from agent_eval.report.page_assets import SCRIPT, STYLE
 from agent_eval.report.plots import Interval, Part, grouped_bars, rates_chart, stacked_bars
-from agent_eval.report.run_files import RunEpisodes, read_episodes, read_steps
+from agent_eval.report.run_files import RunEpisodes, read_engines, read_episodes, read_steps
 from agent_eval.report.tables import (
     OUTCOME_NAMES,
     drill_down_table,
@@ -189,6 +190,8 @@ def render_report(
         outcomes_table(card),
         "<h2>Engine: latency, speed, memory</h2>",
         engine_table(card),
+        "<h2>What served each build</h2>",
+        builds_table(builds, episodes.final, read_engines(run_dir)),
         "<h2>Per task</h2>",
         per_task_table(card),
         "<details><summary>Per-task drill-down of the regression (exploratory, BH-adjusted)</summary>",

@@ -283,6 +283,9 @@ def write_synthetic_run(run_dir: Path, spec: SyntheticRun = SyntheticRun()) -> l
             decode_tok_s=20.0 + 5 * index,
             prefill_tok_s=200.0 + 40 * index,
             requests=100,
+            command=["vllm", "serve", f"/models/{build}", "--max-model-len", "2048"],
+            log=f"engines/{build}.log",
         )
         (engines / f"{build}.json").write_text(record.model_dump_json(indent=2))
+        (engines / f"{build}.log").write_text(f"INFO serving {build}\n")
     return episodes
