@@ -6,6 +6,7 @@ navigates like the reference but fails completion half the time. Also: a grid ki
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -23,7 +24,8 @@ import yaml
 from rich.console import Console
 from scripted_endpoint import DONE, Move, ScriptedEndpoint, tap
 
-from agent_eval.grid import load_grid, run_grid
+from agent_eval.errors import ConfigError, RunStoreError
+from agent_eval.grid import load_grid, run_grid, spec_from
 from agent_eval.scoring.stats import Verdict
 
 pytestmark = pytest.mark.slow
@@ -227,29 +229,16 @@ def test_a_killed_grid_continues_without_losing_or_repeating_episodes(
         before = {(e["build"], e["task_id"], e["seed"]) for e in episodes(run_dir)}
         assert 3 <= len(before) < 8
 
-        # A grown grid on the same run directory: more seeds are allowed, fewer are refused.
-        fewer = subprocess.run(
-            [*AGENT_SCRIPT, str(grid), "--no-bars", "--seeds", "2"],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert fewer.returncode == 2 and "grow its seeds, not shrink" in fewer.stderr
-        other = subprocess.run(
-            [*AGENT_SCRIPT, str(grid), "--no-bars", "--builds", "good,good-again"],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert other.returncode == 2 and "different configuration" in other.stderr
-        assert "build degraded is no longer included" in other.stderr
+        # The same run directory: fewer seeds or another build set are refused before anything runs.
+        quiet = Console(file=io.StringIO())
+        with pytest.raises(ConfigError, match="grow its seeds, not shrink"):
+            run_grid(spec_from([grid], seeds=2), console=quiet, bars=False)
+        with pytest.raises(RunStoreError, match="different configuration") as refused:
+            run_grid(spec_from([grid], builds=["good", "good-again"]), console=quiet, bars=False)
+        assert "build degraded is no longer included" in str(refused.value)
+        assert (run_dir / "episodes.jsonl").read_bytes() == first
 
+        # More seeds are growth: the rerun continues and adds only what is missing.
         again = subprocess.run(
             [*AGENT_SCRIPT, str(grid), "--no-bars", "--seeds", "5"],
             cwd=REPO,
