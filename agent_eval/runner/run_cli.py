@@ -125,6 +125,59 @@ def _with_max_steps(tasks: Sequence[Task], max_steps: int | None) -> list[Task]:
     return out
 
 
+def play_build(
+    cells: Sequence[Cell],
+    devices: Sequence[Device],
+    endpoint: Endpoint,
+    manifest: BuildManifest,
+    store: RunStore,
+    console: Console,
+    *,
+    max_attempts: int = 3,
+) -> tuple[RunSummary, Usage]:
+    """Run one build's cells against its endpoint with the LLM policy, printing each episode as it ends.
+
+    Returns what happened and the client's usage (for the build's engine record: tok/s).
+    """
+    with ChatClient(endpoint) as client:
+        policy = LLMPolicy(client, accepts_images=endpoint.accepts_images)
+        agent = BuildAgent(manifest.name, lambda instance: policy, manifest)
+        summary = run_cells(
+            cells,
+            devices,
+            {manifest.name: agent},
+            store,
+            max_attempts=max_attempts,
+            on_episode=lambda cell, record: console.print(episode_line(cell, record, max_attempts)),
+        )
+        return summary, client.usage()
+
+
+def write_engine_usage(run_dir: Path, build: str, usage: Usage) -> None:
+    """engines/<build>.json for a build served elsewhere: only what the client measured."""
+    engines = run_dir / "engines"
+    engines.mkdir(exist_ok=True)
+    (engines / f"{build}.json").write_text(engine_record(build, usage).model_dump_json(indent=2) + "\n")
+
+
+def summary_problems(summary: RunSummary, max_attempts: int) -> list[str]:
+    """What a rerun must still do, in words (empty when the run is complete)."""
+    problems = []
+    if summary.failed:
+        last = summary.failed[-1]
+        problems.append(
+            f"{len(summary.failed)} episode(s) failed {max_attempts} times "
+            f"(last: {last.task_id} seed {last.seed}: {last.error})"
+        )
+    if summary.retired_devices:
+        problems.append(f"device lost: {', '.join(summary.retired_devices)}")
+    if summary.gave_up:
+        problems.append(summary.gave_up)
+    if summary.not_run:
+        problems.append(f"{len(summary.not_run)} episode(s) not run")
+    return problems
+
+
 @click.command("run")
 @click.argument("tasks", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -217,43 +270,19 @@ def run_command(
     store.open(new_manifest(run_dir.name, config, loaded, [manifest]))
     cells = [Cell(build_name, task, seed) for task in loaded for seed in range(seeds)]
     try:
-        with ChatClient(endpoint) as client, device_for_run(serial, console, phone_port) as device:
-            policy = LLMPolicy(client, accepts_images=images)
-            agent = BuildAgent(build_name, lambda instance: policy, manifest)
+        with device_for_run(serial, console, phone_port) as device:
             console.print(
                 f"run [bold]{run_dir}[/]: {len(loaded)} task(s) × {seeds} seed(s) on {device.serial}, "
                 f"model {model} at {endpoint_url}"
             )
-            summary = run_cells(
-                cells,
-                [device],
-                {build_name: agent},
-                store,
-                max_attempts=max_attempts,
-                on_episode=lambda cell, record: console.print(episode_line(cell, record, max_attempts)),
+            summary, usage = play_build(
+                cells, [device], endpoint, manifest, store, console, max_attempts=max_attempts
             )
-            usage = client.usage()
-        engines = run_dir / "engines"
-        engines.mkdir(exist_ok=True)
-        (engines / f"{build_name}.json").write_text(
-            engine_record(build_name, usage).model_dump_json(indent=2)
-        )
+        write_engine_usage(run_dir, build_name, usage)
     finally:
         store.close()
     console.print(summary_table(summary))
     console.print(f"run directory: {run_dir}")
-    problems = []
-    if summary.failed:
-        last = summary.failed[-1]
-        problems.append(
-            f"{len(summary.failed)} episode(s) failed {max_attempts} times "
-            f"(last: {last.task_id} seed {last.seed}: {last.error})"
-        )
-    if summary.retired_devices:
-        problems.append(f"device lost: {', '.join(summary.retired_devices)}")
-    if summary.gave_up:
-        problems.append(summary.gave_up)
-    if summary.not_run:
-        problems.append(f"{len(summary.not_run)} episode(s) not run")
+    problems = summary_problems(summary, max_attempts)
     if problems:
         raise InfraError("; ".join(problems) + ". Fix the cause and rerun the same command to continue.")
