@@ -293,7 +293,7 @@ def serve(build: Build, run_dir: Path, *, port: int | None = None) -> Iterator[S
             yield served
         finally:
             served.stop()
-            if served.record_path.exists() or served._startup_s is not None:
+            if served._launch is not None or served._startup_s is not None:
                 _keep_usage(served)
 
 
