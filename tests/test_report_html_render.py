@@ -216,6 +216,25 @@ def test_the_rate_plot_draws_the_scorecard_rates(rendered: Rendered) -> None:
         assert bars[build["build"], "navigation"] == build["navigation"]["rate"]
 
 
+def test_the_outcome_and_latency_plots_draw_the_scorecard_numbers(rendered: Rendered) -> None:
+    _, scorecard, _, dom = rendered
+
+    def parts(figure: str) -> dict[tuple[str, str], float]:
+        [box] = dom.having("id", figure)
+        return {
+            (dom.attrs[i]["data-row"], dom.attrs[i]["data-part"]): float(dom.attrs[i]["data-value"])
+            for i in dom.having("class", "part", within=box)
+        }
+
+    outcomes, latency = parts("plot-outcomes"), parts("plot-latency")
+    for build in scorecard["builds"]:
+        for outcome, count in build["outcomes"].items():
+            assert outcomes.get((build["build"], outcome), 0.0) == count
+        for phase in ("observe_s", "model_s", "act_s", "check_s", "harness_s"):
+            value = build["latency_per_step"][phase]
+            assert latency.get((build["build"], phase[:-2]), 0.0) == value
+
+
 def test_the_undone_episode_shows_its_goal_going_on_then_off(rendered: Rendered) -> None:
     _, _, undone, dom = rendered
     [section] = [
