@@ -4,6 +4,8 @@ adb server, and scripted OpenAI-compatible endpoints playing known paths. They t
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import signal
@@ -257,3 +259,19 @@ def test_without_a_device_it_starts_a_virtual_phone_and_stops_it(tmp_path: Path)
             assert s.connect_ex(("127.0.0.1", 5851)) != 0
     finally:
         subprocess.run([adbutils.adb_path(), "-P", adb_port, "kill-server"], capture_output=True, check=False)
+
+
+def test_with_images_the_screenshot_is_sent_and_recorded_by_its_hash(phone: str, tmp_path: Path) -> None:
+    with ScriptedEndpoint([DONE]) as server:
+        result = agent_eval_run(tmp_path / "run", server.url, phone, "--images")
+    assert result.returncode == 0, result.stderr
+    text, image = server.requests[0]["messages"][1]["content"]
+    assert text["type"] == "text" and "Goal: Turn Wi-Fi on." in text["text"]
+    png = base64.b64decode(image["image_url"]["url"].removeprefix("data:image/png;base64,"))
+    (step,) = steps(tmp_path / "run")
+    assert (
+        png
+        == (tmp_path / "run" / "episodes" / "endpoint" / "wifi_on" / "0" / step["screenshot"]).read_bytes()
+    )
+    assert step["prompt"][1]["content"][1]["image_url"]["url"] == "sha256:" + hashlib.sha256(png).hexdigest()
+    assert episodes(tmp_path / "run")[0]["build_manifest"]["accepts_images"] is True
