@@ -126,24 +126,26 @@ def test_concurrent_streams_do_not_block_each_other(serial: str) -> None:
         assert slow.result(timeout=10).output.strip() == "slow"
 
 
-def _cnxn() -> bytes:
-    banner = b"host::features=shell_v2\0"
-    cmd = 0x4E584E43
-    return struct.pack("<6I", cmd, 0x01000001, 1 << 20, len(banner), 0, cmd ^ 0xFFFFFFFF) + banner
+def _message(cmd: int, arg0: int, arg1: int, data: bytes = b"") -> bytes:
+    return struct.pack("<6I", cmd, arg0, arg1, len(data), sum(data), cmd ^ 0xFFFFFFFF) + data
 
 
-def _recv_message(s: socket.socket) -> tuple[int, bytes]:
+def _cnxn(version: int = 0x01000001) -> bytes:
+    return _message(0x4E584E43, version, 1 << 20, b"host::features=shell_v2\0")
+
+
+def _recv_message(s: socket.socket) -> tuple[int, int, int, int, bytes]:
     head = b""
     while len(head) < 24:
         chunk = s.recv(24 - len(head))
         if not chunk:
             raise ConnectionError("closed")
         head += chunk
-    cmd, _, _, length, _, _ = struct.unpack("<6I", head)
+    cmd, arg0, arg1, length, check, _ = struct.unpack("<6I", head)
     data = b""
     while len(data) < length:
         data += s.recv(length - len(data))
-    return cmd, data
+    return cmd, arg0, arg1, check, data
 
 
 @pytest.mark.parametrize(
@@ -167,7 +169,28 @@ def test_malformed_message_closes_that_connection_only(serial: str, garbage: byt
 def test_handshake_answers_with_device_banner(serial: str) -> None:
     with socket.create_connection(("127.0.0.1", BASE + 1), timeout=5) as s:
         s.sendall(_cnxn())
-        cmd, data = _recv_message(s)
-    assert cmd == 0x4E584E43
+        cmd, version, maxdata, _, data = _recv_message(s)
+    assert (cmd, version, maxdata) == (0x4E584E43, 0x01000001, 1 << 20)
     assert data.startswith(b"device::ro.product.name=sdk_gphone64_x86_64;")
     assert b"features=shell_v2" in data and b"delayed_ack" not in data
+
+
+def test_old_hosts_get_checksummed_messages_and_small_chunks(serial: str) -> None:
+    """A host at version 0x01000000 with a 4 KiB payload limit: byte-sum checksums, output cut to 4 KiB."""
+    device(serial).sync.push(b"0123456789" * 1000, "/sdcard/big.txt")
+    okay, wrte, clse, opn = 0x59414B4F, 0x45545257, 0x45534C43, 0x4E45504F
+    with socket.create_connection(("127.0.0.1", BASE + 1), timeout=5) as s:
+        s.sendall(_message(0x4E584E43, 0x01000000, 4096, b"host::\0"))
+        _, version, _, _, _ = _recv_message(s)
+        assert version == 0x01000000
+        s.sendall(_message(opn, 7, 0, b"exec:cat /sdcard/big.txt\0"))
+        assert _recv_message(s)[0] == okay
+        received = b""
+        while True:
+            cmd, arg0, _, check, data = _recv_message(s)
+            if cmd == clse:
+                break
+            assert cmd == wrte and len(data) <= 4096 and check == sum(data)
+            received += data
+            s.sendall(_message(okay, 7, arg0))
+    assert received == b"0123456789" * 1000
