@@ -24,9 +24,12 @@ import yaml
 from rich.console import Console
 from scripted_endpoint import DONE, Move, ScriptedEndpoint, tap
 
-from agent_eval.errors import ConfigError, RunStoreError
-from agent_eval.grid import load_grid, run_grid, spec_from
+from agent_eval.device.driver import Device
+from agent_eval.errors import ConfigError, InfraError, RunStoreError
+from agent_eval.grid import GridSpec, load_grid, run_grid, spec_from
+from agent_eval.records import Outcome
 from agent_eval.scoring.stats import Verdict
+from agent_eval.virtual_device import start_fleet
 
 pytestmark = pytest.mark.slow
 
@@ -261,3 +264,49 @@ def test_a_killed_grid_continues_without_losing_or_repeating_episodes(
     assert before <= set(keys)
     assert json.loads((run_dir / "run.json").read_text())["config"]["seeds"] == 5
     assert (run_dir / "scorecard.json").is_file()
+
+
+def test_a_failing_engine_is_retried_counted_apart_and_the_rerun_finishes(
+    agents: dict[str, GoalAgent], tmp_path: Path
+) -> None:
+    spec = GridSpec(
+        tasks=["airplane_mode_on"],
+        builds_file=str(builds_file(tmp_path / "builds.yaml", agents)),
+        builds=["good", "degraded"],
+        seeds=2,
+        adaptive={"enabled": False},
+        max_attempts=2,
+        run_dir=str(tmp_path / "run"),
+    )
+    quiet = Console(file=io.StringIO(), width=200)
+    agents["degraded"].fail = "http500"
+    try:
+        with start_fleet(count=1, base_port=5920) as fleet:
+            phone = [Device(fleet.serials[0])]
+            broken = run_grid(spec, console=quiet, bars=False, devices=phone)
+            agents["degraded"].fail = None
+            fixed = run_grid(spec, console=quiet, bars=False, devices=phone)
+    finally:
+        agents["degraded"].fail = None
+    # Each of degraded's two cells used both attempts; the good build's episodes are untouched by it.
+    assert broken.infra_attempts == 4 and len(broken.failed) == 2
+    assert broken.outcomes == Counter({Outcome.SUCCESS: 2})
+    assert "2 episode(s) failed every attempt" in broken.problems[0]
+    with pytest.raises(InfraError, match="run the same grid again"):
+        broken.raise_for_problems()
+    assert fixed.problems == [] and fixed.kept == 2 and sum(fixed.outcomes.values()) == 2
+    lines = episodes(tmp_path / "run")
+    failed = [e for e in lines if e["outcome"] == "infra_error"]
+    assert len(failed) == 4 and all("HTTP 500" in e["error"] for e in failed)
+    retried = {
+        e["seed"]: e["attempt"] for e in lines if e["build"] == "degraded" and e["outcome"] != "infra_error"
+    }
+    assert retried == {0: 3, 1: 3}  # attempts count on across sessions
+    card = fixed.scorecard
+    assert card is not None
+    degraded = next(b for b in card.builds if b.build == "degraded")
+    assert (
+        degraded.infra_error_attempts == 4
+        and degraded.episodes == 2
+        and degraded.unresolved_infra_errors == 0
+    )
