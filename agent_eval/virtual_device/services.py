@@ -80,13 +80,15 @@ class Services:
         if result is None:
             return
         out, rc = result
+        if pty:
+            # A terminal has one output stream and turns \n into \r\n.
+            out = Output([(1, d.replace(b"\n", b"\r\n")) for _, d in out.chunks])
         if v2:
             packets = [_v2(fd, d) for fd, d in out.chunks if d]
             packets.append(_v2(3, bytes([rc & 0xFF])))
             await stream.write(b"".join(packets))
         else:
-            data = b"".join(d for _, d in out.chunks)
-            await stream.write(data.replace(b"\n", b"\r\n") if pty else data)
+            await stream.write(b"".join(d for _, d in out.chunks))
 
     async def _interactive(self, stream: Stream, v2: bool, pty: bool) -> None:
         """`adb shell` with no command, line by line; a pty echoes, prompts and ends lines with CRLF."""
