@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from rich.console import Console
-from scripted_endpoint import DONE, Move, ScriptedEndpoint, tap
+from scripted_endpoint import DONE, Move, ScriptedEndpoint, free_port, tap
 
 from agent_eval.device.driver import Device
 from agent_eval.errors import ConfigError, InfraError, RunStoreError
@@ -310,3 +310,31 @@ def test_a_failing_engine_is_retried_counted_apart_and_the_rerun_finishes(
         and degraded.episodes == 2
         and degraded.unresolved_infra_errors == 0
     )
+
+
+def test_a_build_whose_engine_does_not_answer_is_reported_and_the_others_still_run(
+    agents: dict[str, GoalAgent], tmp_path: Path
+) -> None:
+    file = builds_file(tmp_path / "builds.yaml", agents)
+    data = yaml.safe_load(file.read_text())
+    gone = f"http://127.0.0.1:{free_port()}/v1"
+    data["builds"].append(
+        {"name": "gone", "scheme": "endpoint", "engine": "endpoint", "base_url": gone, "model": "m"}
+    )
+    file.write_text(yaml.safe_dump(data))
+    spec = GridSpec(
+        tasks=["airplane_mode_on"],
+        builds_file=str(file),
+        builds=["good", "gone"],
+        seeds=2,
+        run_dir=str(tmp_path / "run"),
+    )
+    with start_fleet(count=1, base_port=5930) as fleet:
+        result = run_grid(
+            spec, console=Console(file=io.StringIO()), bars=False, devices=[Device(fleet.serials[0])]
+        )
+    assert result.outcomes == Counter({Outcome.SUCCESS: 2})
+    assert len(result.engine_errors) == 1 and "does not answer" in result.engine_errors[0]
+    assert sorted((c.build, c.seed) for c in result.not_run) == [("gone", 0), ("gone", 1)]
+    assert result.problems[0].startswith("build 'gone'") and "2 episode(s) not run" in result.problems[-1]
+    assert result.scorecard is not None and [b.build for b in result.scorecard.builds] == ["good"]

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 
 from agent_eval.builds import prepare
 from agent_eval.device.driver import Device
@@ -55,6 +56,7 @@ class GridResult:
     not_run: list[Cell] = field(default_factory=list)
     retired_devices: list[str] = field(default_factory=list)
     skipped_builds: dict[str, str] = field(default_factory=dict)
+    engine_errors: list[str] = field(default_factory=list)  # engines that would not start or restart
     notes: list[str] = field(default_factory=list)
     scorecard: Scorecard | None = None
 
@@ -63,18 +65,20 @@ class GridResult:
         return sum(self.targets.values())
 
     def add(self, summary: RunSummary) -> None:
-        self.kept += summary.kept
+        """Count what a call of run_cells played (its unfinished cells are taken from the last call)."""
         self.outcomes.update(summary.outcomes)
         self.infra_attempts += summary.infra_attempts
+        self.retired_devices += summary.retired_devices
+
+    def unfinished(self, summary: RunSummary) -> None:
         self.failed += summary.failed
         self.not_run += summary.not_run
-        self.retired_devices += summary.retired_devices
         if summary.gave_up:
             self.notes.append(summary.gave_up)
 
     @property
     def problems(self) -> list[str]:
-        out = []
+        out = [e.splitlines()[0] for e in self.engine_errors]
         if self.failed:
             last = self.failed[-1]
             out.append(
@@ -209,10 +213,24 @@ class _Grid:
                 return
             names = {b.name for b in group}
             mine = [c for c in cells if c.build in names]
-            with self.engines.serving(group) as agents:
-                summary = self._run_cells(mine, agents)
-                if not summary.complete and self.devices and self.engines.revive():
-                    summary = self._run_cells(mine, self.engines.agents())
+            try:
+                with self.engines.serving(group) as agents:
+                    summary = self._run_cells(mine, agents)
+                    if not summary.complete and self.devices and self._revived():
+                        summary = self._run_cells(mine, self.engines.agents())
+                    self.result.unfinished(summary)
+            except BuildError as e:  # this build's engine would not start: the others still run
+                self.result.engine_errors.append(str(e))
+                self.result.not_run += [c for c in mine if c.key not in finished]
+                self.progress.say(f"[red]{escape(str(e))}")
+
+    def _revived(self) -> bool:
+        try:
+            return bool(self.engines.revive())
+        except BuildError as e:
+            self.result.engine_errors.append(str(e))
+            self.progress.say(f"[red]{escape(str(e))}")
+            return False
 
     def _run_cells(self, cells: Sequence[Cell], agents: Any) -> RunSummary:
         summary = run_cells(
@@ -223,7 +241,6 @@ class _Grid:
             max_attempts=self.spec.max_attempts,
             on_episode=self.progress.episode,
         )
-        summary.kept = 0  # counted once for the whole grid in run()
         self.result.add(summary)
         self.devices = [d for d in self.devices if d.serial not in summary.retired_devices]
         if not self.devices:
