@@ -203,6 +203,7 @@ def test_ports_are_leased_to_one_harness_at_a_time() -> None:
         second = host.lease_port("b")
         assert second.port != first.port
         second.release()
+        assert not host.port_is_free(first.port)  # leased: its server may still be loading
         with pytest.raises(BuildError, match=r"'c': port \d+ is already in use"):
             host.lease_port("c", first.port)
     finally:

