@@ -275,3 +275,14 @@ def test_with_images_the_screenshot_is_sent_and_recorded_by_its_hash(phone: str,
     )
     assert step["prompt"][1]["content"][1]["image_url"]["url"] == "sha256:" + hashlib.sha256(png).hexdigest()
     assert episodes(tmp_path / "run")[0]["build_manifest"]["accepts_images"] is True
+
+
+def test_several_devices_share_one_run(tmp_path: Path) -> None:
+    with start_fleet(count=2, base_port=5860) as fleet, ScriptedEndpoint([tap("Settings"), DONE]) as server:
+        first, second = fleet.serials
+        result = agent_eval_run(tmp_path / "run", server.url, first, "--device", second, seeds=4)
+    assert result.returncode == 0, result.stderr
+    recorded = episodes(tmp_path / "run")
+    assert sorted(e["seed"] for e in recorded) == [0, 1, 2, 3]
+    assert {e["outcome"] for e in recorded} == {"premature_done"}
+    assert {e["device"] for e in recorded} == {first, second}

@@ -42,6 +42,8 @@ def free_phone_port(start: int) -> int:
         try:
             for port in (base, base + 1):
                 with socket.socket() as s:
+                    # Ports a stopped phone left in TIME_WAIT are free to a new one (it reuses addresses too).
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                     s.bind(("127.0.0.1", port))
         except OSError:
             continue
@@ -50,10 +52,12 @@ def free_phone_port(start: int) -> int:
 
 
 @contextlib.contextmanager
-def device_for_run(serial: str | None, console: Console, phone_port: int = 5554) -> Iterator[Device]:
-    """The device to run on: the one asked for, else a connected one, else a virtual phone started here."""
-    if serial is not None:
-        yield Device(serial)
+def devices_for_run(
+    serials: Sequence[str], console: Console, phone_port: int = 5554
+) -> Iterator[list[Device]]:
+    """The devices to run on: those asked for, else a connected one, else a virtual phone started here."""
+    if serials:
+        yield [Device(serial) for serial in dict.fromkeys(serials)]
         return
     connected = sorted(online_serials())
     if connected:
@@ -61,7 +65,7 @@ def device_for_run(serial: str | None, console: Console, phone_port: int = 5554)
             console.print(
                 f"[dim]{len(connected)} devices connected; using {connected[0]} (pick with --device)"
             )
-        yield Device(connected[0])
+        yield [Device(connected[0])]
         return
     from agent_eval.virtual_device import start_fleet
 
@@ -69,7 +73,7 @@ def device_for_run(serial: str | None, console: Console, phone_port: int = 5554)
     console.print(f"[dim]no device connected: starting a virtual phone on adb port {base + 1}")
     with start_fleet(count=1, base_port=base) as fleet:
         console.print(f"[dim]virtual phone {fleet.serials[0]} is up")
-        yield Device(fleet.serials[0])
+        yield [Device(fleet.serials[0])]
 
 
 def episode_line(cell: Cell, record: EpisodeRecord, max_attempts: int) -> str:
@@ -187,7 +191,12 @@ def summary_problems(summary: RunSummary, max_attempts: int) -> list[str]:
 @click.option(
     "--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Seeds 0..N-1 per task."
 )
-@click.option("--device", "serial", help="adb serial; default: a connected device, else a virtual phone.")
+@click.option(
+    "--device",
+    "serials",
+    multiple=True,
+    help="adb serial (repeat for several); default: a connected device, else a virtual phone.",
+)
 @click.option(
     "--run-dir", type=click.Path(path_type=Path), help="Default: runs/<date>-<build>. Reuse to continue."
 )
@@ -216,7 +225,7 @@ def run_command(
     endpoint_url: str,
     model: str,
     seeds: int,
-    serial: str | None,
+    serials: tuple[str, ...],
     run_dir: Path | None,
     max_steps: int | None,
     images: bool,
@@ -262,7 +271,7 @@ def run_command(
         "images": images,
         "structured_output": "json_object" if endpoint.json_object_schema else endpoint.structured_output,
         "max_tokens": max_tokens,
-        "device": serial,
+        "device": list(serials),
     }
     if run_dir is None:
         run_dir = Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{build_name}"
@@ -270,13 +279,14 @@ def run_command(
     store.open(new_manifest(run_dir.name, config, loaded, [manifest]))
     cells = [Cell(build_name, task, seed) for task in loaded for seed in range(seeds)]
     try:
-        with device_for_run(serial, console, phone_port) as device:
+        with devices_for_run(serials, console, phone_port) as devices:
+            on = ", ".join(d.serial for d in devices)
             console.print(
-                f"run [bold]{run_dir}[/]: {len(loaded)} task(s) × {seeds} seed(s) on {device.serial}, "
+                f"run [bold]{run_dir}[/]: {len(loaded)} task(s) × {seeds} seed(s) on {on}, "
                 f"model {model} at {endpoint_url}"
             )
             summary, usage = play_build(
-                cells, [device], endpoint, manifest, store, console, max_attempts=max_attempts
+                cells, devices, endpoint, manifest, store, console, max_attempts=max_attempts
             )
         write_engine_usage(run_dir, build_name, usage)
     finally:
