@@ -86,7 +86,8 @@ class Phone:
 
     # ---- frames -------------------------------------------------------------------------------------
     def changed(self) -> None:
-        self.version += 1
+        with self.lock:
+            self.version += 1
 
     def current_layout(self) -> Layout:
         with self.lock:
@@ -124,11 +125,12 @@ class Phone:
         """Render the new frame on a helper thread, ahead of the screencap that usually follows a change."""
         if self.faults.config.restless_screen:
             return
-        if self._prerender_thread is None:
-            self._prerender_thread = threading.Thread(
-                target=self._prerender_loop, name=f"render-{self.serial}", daemon=True
-            )
-            self._prerender_thread.start()
+        with self.lock:
+            if self._prerender_thread is None:
+                self._prerender_thread = threading.Thread(
+                    target=self._prerender_loop, name=f"render-{self.serial}", daemon=True
+                )
+                self._prerender_thread.start()
         self._prerender_wanted.set()
 
     def _prerender_loop(self) -> None:
