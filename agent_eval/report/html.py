@@ -199,7 +199,8 @@ def render_report(
         "</details>",
         "<h2>Trajectories</h2>",
         _matrix(episodes, builds),
-        '<div class="nav"><button id="prev">← previous</button><button id="next">next →</button></div>',
+        '<div class="nav"><button id="prev">← previous</button><button id="next">next →</button> '
+        "(or the arrow keys)</div>",
         '<div id="viewer"></div>',
     ]
     return (

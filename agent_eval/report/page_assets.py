@@ -259,6 +259,11 @@ SCRIPT = r"""
   };
   document.getElementById('prev').addEventListener('click', step(-1));
   document.getElementById('next').addEventListener('click', step(1));
+  document.addEventListener('keydown', (event) => {
+    if (event.target instanceof HTMLInputElement || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (event.key === 'ArrowLeft') step(-1)();
+    if (event.key === 'ArrowRight') step(1)();
+  });
   window.addEventListener('hashchange', () => show(fromHash()));
   body.dataset.imagesLoaded = 0; body.dataset.imagesBroken = 0;
   filter(hashParams().get('outcome'));
