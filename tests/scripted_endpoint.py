@@ -137,6 +137,11 @@ class ScriptedEndpoint:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
+            def handle(self) -> None:
+                # A client that closes a kept-alive connection (or gives up) is not the server's problem.
+                with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+                    super().handle()
+
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
                     self._json(200, {"object": "list", "data": [{"id": endpoint.model, "object": "model"}]})
