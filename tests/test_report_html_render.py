@@ -40,9 +40,12 @@ def _chromium(url: str, profile: Path, *extra: str) -> str:
     command = [
         CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", "--window-size=1400,5000", "--virtual-time-budget=5000", *extra, url,
+        f"--user-data-dir={profile}", "--window-size=1400,5000", "--virtual-time-budget=5000",
+        "--enable-logging=stderr", "--v=0", *extra, url,
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    # The page's script must run clean: a console error is logged as CONSOLE, an exception as "Uncaught".
+    assert "Uncaught" not in done.stderr and ":CONSOLE" not in done.stderr, done.stderr[-2000:]
     return done.stdout
 
 
