@@ -7,7 +7,7 @@ from scripted_endpoint import ScriptedEndpoint, answer, free_port
 
 from agent_eval.builds.client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
-from agent_eval.errors import EngineError, InfraError
+from agent_eval.errors import ConfigError, EngineError, InfraError
 
 MESSAGES = [{"role": "system", "content": "sys"}, {"role": "user", "content": "Goal: x\nStep 1 of 3."}]
 TAP_3 = '{"type": "tap", "element": 3}'
@@ -145,3 +145,8 @@ def test_a_stream_without_usage_counts_its_chunks_as_tokens() -> None:
     assert result.completion_tokens == -(-len(TAP_3) // 4)  # one chunk per 4 characters
     assert result.prompt_tokens == 0
     assert usage.decode_tok_s is not None and usage.prefill_tok_s is None
+
+
+def test_an_endpoint_url_without_a_scheme_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"'localhost:8000/v1' must start with http:// or https://"):
+        ChatClient(Endpoint(base_url="localhost:8000/v1", model="m"))

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from agent_eval.builds.endpoint import Endpoint
-from agent_eval.errors import EngineError
+from agent_eval.errors import ConfigError, EngineError
 
 Message = dict[str, Any]
 
@@ -77,6 +77,14 @@ class Usage:
         return None
 
 
+def check_endpoint_url(url: str) -> None:
+    """Raise ConfigError unless `url` can be an OpenAI-compatible base URL."""
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"endpoint URL {url!r} must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)"
+        )
+
+
 class ChatClient:
     """Sends chat requests to one endpoint. Thread-safe: several devices may share one client."""
 
@@ -89,6 +97,7 @@ class ChatClient:
         backoff_s: float = 0.5,
         connect_timeout_s: float = 5.0,
     ) -> None:
+        check_endpoint_url(endpoint.base_url)
         self.endpoint = endpoint
         self.stream = stream
         self.retries = retries
@@ -203,8 +212,10 @@ class ChatClient:
             raise _Retryable(f"connection refused or unreachable ({e}); is the server running?") from None
         except httpx.TimeoutException:
             raise _Retryable(f"no answer within {self.endpoint.timeout_s:g} s (timeout)") from None
-        except (httpx.RemoteProtocolError, httpx.ReadError) as e:
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
             raise _Retryable(f"the connection broke mid-answer ({e})") from None
+        except httpx.HTTPError as e:
+            raise _Fatal(f"the request could not be made: {type(e).__name__}: {e}") from None
 
     def _count(self, r: ChatResult) -> None:
         with self._lock:

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent_eval.agent.llm import LLMPolicy
-from agent_eval.builds.client import ChatClient, Usage
+from agent_eval.builds.client import ChatClient, Usage, check_endpoint_url
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.device.driver import Device, online_serials
 from agent_eval.errors import ConfigError, InfraError
@@ -240,6 +240,7 @@ def run_command(
 ) -> None:
     """Run TASK files (or folders of them) against one OpenAI-compatible chat endpoint."""
     console = Console(highlight=False, soft_wrap=True)
+    check_endpoint_url(endpoint_url)
     loaded = _with_max_steps(load_tasks(list(tasks)), max_steps)
     if not loaded:
         raise ConfigError(f"no task files found in {', '.join(map(str, tasks))}")
