@@ -175,7 +175,10 @@ class RunStore:
 
         Raises RunStoreError when the directory holds a different run, or another process is writing to it.
         """
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise RunStoreError(f"cannot create the run directory {self.run_dir}: {e}") from e
         self._take_lock()
         if self.manifest_path.exists():
             old = self.read_manifest()
