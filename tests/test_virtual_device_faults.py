@@ -12,6 +12,7 @@ import adbutils
 import pytest
 from _phones import adb, device, reset, screenshot, sh
 
+from agent_eval.errors import DeviceError
 from agent_eval.virtual_device import FaultConfig, Fleet, start_fleet
 
 BASE = 5640
@@ -122,3 +123,14 @@ def test_faults_given_at_start(tmp_path: Path) -> None:
         done = adb(f.serials[0], "shell", "uiautomator dump")
         assert done.stderr == b"ERROR: could not get idle state.\n"
     assert [e["kind"] for e in logged(log)] == ["dump_fail"]
+
+
+def test_one_fault_config_per_phone(tmp_path: Path) -> None:
+    faults = [FaultConfig(dump_fail_rate=1.0), FaultConfig()]
+    with start_fleet(count=2, base_port=BASE + 6, faults=faults, fault_log=tmp_path / "log.jsonl") as f:
+        flaky, healthy = f.serials
+        assert adb(flaky, "shell", "uiautomator dump").stderr == b"ERROR: could not get idle state.\n"
+        assert adb(healthy, "shell", "uiautomator dump").stdout.startswith(b"UI hierchary dumped to:")
+    assert {e["serial"] for e in logged(tmp_path / "log.jsonl")} == {flaky}
+    with pytest.raises(DeviceError, match="3 fault configs for 2 phones"):
+        start_fleet(count=2, base_port=BASE + 6, faults=[FaultConfig()] * 3)

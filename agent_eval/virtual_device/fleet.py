@@ -18,6 +18,7 @@ import adbutils
 from agent_eval.errors import DeviceError
 from agent_eval.virtual_device.device import adb_server_port
 from agent_eval.virtual_device.faults import FaultConfig
+from agent_eval.virtual_device.serve import faults_per_phone
 
 
 class Fleet:
@@ -84,6 +85,8 @@ def start_fleet(
     timeout: float = 30.0,
 ) -> Fleet:
     """Starts `count` phones (emulator-BASE, emulator-BASE+2, ...); returns once adb lists them online."""
+    if faults is not None:
+        faults = faults_per_phone(faults, count)  # a wrong count is the caller's error: say so before spawning
     workdir = log_dir or Path(tempfile.mkdtemp(prefix="agent-eval-fleet-"))
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"fleet-{base_port}.log"
