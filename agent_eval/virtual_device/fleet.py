@@ -86,7 +86,7 @@ def start_fleet(
 ) -> Fleet:
     """Starts `count` phones (emulator-BASE, emulator-BASE+2, ...); returns once adb lists them online."""
     if faults is not None:
-        faults = faults_per_phone(faults, count)  # a wrong count is the caller's error: say so before spawning
+        faults = faults_per_phone(faults, count)  # a wrong count fails here, before spawning
     workdir = log_dir or Path(tempfile.mkdtemp(prefix="agent-eval-fleet-"))
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"fleet-{base_port}.log"
