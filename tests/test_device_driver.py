@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import struct
 import subprocess
 from collections.abc import Iterator
@@ -230,3 +231,18 @@ def test_a_serial_without_an_emulator_console_falls_back_to_stopping_apps() -> N
             assert networked.focused_activity() == SETTINGS
         finally:
             subprocess.run([adb, "disconnect", address], capture_output=True)
+
+
+@pytest.mark.slow
+def test_actions_cut_off_by_a_dropped_transport_run_exactly_once(tmp_path: Path) -> None:
+    log = tmp_path / "faults.jsonl"
+    faults = virtual_device.FaultConfig(drop_transport_after=5)
+    with virtual_device.start_fleet(count=1, base_port=BASE_PORT + 40, faults=faults, fault_log=log) as fleet:
+        flaky = Device(fleet.serials[0])
+        flaky.start_intent("android.settings.WIFI_SETTINGS")
+        obs = flaky.observe()
+        for _ in range(5):  # an odd number of toggles: a lost or doubled tap shows in the parity
+            obs = act(flaky, obs, type="tap", element=find(obs, "Wi-Fi"))
+        assert flaky.setting("global", "wifi_on") == "0"
+    drops = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any(d["kind"] == "drop_transport" and d["command"].startswith("input tap") for d in drops)

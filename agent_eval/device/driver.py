@@ -239,9 +239,9 @@ class Device:
         if kind in (ActionType.DONE, ActionType.INFEASIBLE):
             return
         if kind is ActionType.TAP:
-            self._run(gestures.tap_command(*self._point(action, observation)))
+            self._run(gestures.tap_command(*self._point(action, observation)), observation.ui_xml)
         elif kind is ActionType.LONG_PRESS:
-            self._run(gestures.long_press_command(*self._point(action, observation)))
+            self._run(gestures.long_press_command(*self._point(action, observation)), observation.ui_xml)
         elif kind in (ActionType.SWIPE, ActionType.SCROLL):
             self._swipe(action, observation)
         elif kind is ActionType.TYPE:
@@ -250,14 +250,16 @@ class Device:
             if action.element is not None:
                 # Typing into a named field replaces what it holds, as the agent's "field := text" intends.
                 field = self._element(action.element, observation)
-                self._run(gestures.tap_command(*field.bounds.center))
+                self._run(gestures.tap_command(*field.bounds.center), observation.ui_xml)
                 if field.text and not field.password:
                     self._run(gestures.clear_field_command(len(field.text)))
-            self._run(gestures.text_command(action.text))
+                self._run(gestures.text_command(action.text))
+            else:
+                self._run(gestures.text_command(action.text), observation.ui_xml)
         elif kind is ActionType.KEY:
             if action.key is None:
                 raise InvalidActionError("key needs one of: back, home, enter")
-            self._run(gestures.key_command(action.key))
+            self._run(gestures.key_command(action.key), observation.ui_xml)
         elif kind is ActionType.OPEN_APP:
             if not action.app:
                 raise InvalidActionError("open_app needs the app's name or package")
@@ -265,8 +267,22 @@ class Device:
         elif kind is ActionType.WAIT:
             time.sleep(min(max(action.seconds if action.seconds is not None else 1.0, 0.0), 10.0))
 
-    def _run(self, cmd: str) -> None:
-        result = self.shell(cmd)
+    def _run(self, cmd: str, screen_before: str | None = None) -> None:
+        """Run an action's command. If the transport drops after the command left, it may or may not have
+        run: with `screen_before` (the dump the action was chosen on) it is resent only if the screen is
+        unchanged once the device is back, so no action is executed twice."""
+        try:
+            result = self.shell(cmd)
+        except DeviceError as lost:
+            if screen_before is None or isinstance(lost, DeviceNotFoundError) or _never_delivered(lost):
+                raise
+            try:
+                self.wait_until_online(self._reconnect_timeout_s)
+            except DeviceError as gone:
+                raise type(gone)(f"{lost}; not back within {self._reconnect_timeout_s:g} s") from lost
+            if self.ui_dump() != screen_before:
+                return
+            result = self.shell(cmd)
         if not result.ok:
             raise DeviceError(
                 f"adb device {self.serial}: `{cmd}` failed ({result.exit_code}): {result.output!r}"
@@ -306,7 +322,7 @@ class Device:
             start, end = gestures.scroll_points(action.direction, area)
         else:
             start, end = gestures.swipe_points(action.direction, area)
-        self._run(gestures.swipe_command(start, end))
+        self._run(gestures.swipe_command(start, end), observation.ui_xml)
 
     def open_app(self, app: str) -> str:
         """Launch an app by package name or label; returns the package. InvalidActionError if unknown."""

@@ -23,6 +23,8 @@ from agent_eval.runner.episode import run_episode
 from agent_eval.task import Task, TaskInstance, goal_holds, load_tasks, start_episode
 from agent_eval.task.params import combinations
 
+INFRA_ATTEMPTS = 2
+
 
 @dataclass(frozen=True)
 class TaskCheck:
@@ -90,20 +92,25 @@ def check_instance(
         except AgentEvalError as e:
             problem = str(e)
         return _verdict(instance, started, "broken start" if problem else "start checked", problem=problem)
-    episode_dir = work_dir / instance.id / str(instance.seed)
-    episode_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        record = run_episode(
-            device,
-            instance,
-            OraclePolicy(instance),
-            build="oracle",
-            run_id="validate",
-            episode_dir=episode_dir,
-            snapshot=snapshot,
-        )
-    except TaskError as e:
-        return _verdict(instance, started, "broken start", problem=str(e))
+    for attempt in range(1, INFRA_ATTEMPTS + 1):
+        # A device hiccup says nothing about the task: try again before blaming it.
+        episode_dir = work_dir / instance.id / str(instance.seed) / f"attempt-{attempt}"
+        episode_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            record = run_episode(
+                device,
+                instance,
+                OraclePolicy(instance),
+                build="oracle",
+                run_id="validate",
+                episode_dir=episode_dir,
+                snapshot=snapshot,
+                attempt=attempt,
+            )
+        except TaskError as e:
+            return _verdict(instance, started, "broken start", problem=str(e))
+        if record.outcome is not Outcome.INFRA_ERROR:
+            break
     problems = []
     if record.outcome is not Outcome.SUCCESS:
         problems.append(record.error or f"the oracle ended in {record.outcome.value}, not success")
