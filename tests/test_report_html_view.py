@@ -72,6 +72,8 @@ def test_the_server_answers_on_loopback_with_the_report_and_its_images_and_nothi
         image = httpx.get(f"http://127.0.0.1:{server.port}/{thumbs[0]}", timeout=10)
         assert image.status_code == 200 and image.content[:3] == b"\xff\xd8\xff"
         (run_dir.parent / "secret.txt").write_text("not for the browser")
+        home = httpx.get(f"http://127.0.0.1:{server.port}/", timeout=10, follow_redirects=True)
+        assert home.status_code == 200 and str(home.url) == server.url
         outside = httpx.get(f"http://127.0.0.1:{server.port}/../secret.txt", timeout=10)
         assert outside.status_code == 404
         # Loopback only: a run holds prompts and screenshots that are not for the network.

@@ -21,7 +21,17 @@ SCORECARD_FILE = "scorecard.json"
 HOST = "127.0.0.1"  # never another interface: a run holds prompts and screenshots
 
 
-class _QuietHandler(SimpleHTTPRequestHandler):
+class _ReportHandler(SimpleHTTPRequestHandler):
+    def do_GET(self) -> None:
+        if self.path in ("", "/"):
+            # The bare address opens the report rather than a listing of the run directory.
+            self.send_response(302)
+            self.send_header("Location", f"/{REPORT_FILE}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        super().do_GET()
+
     def log_message(self, format: str, *args: Any) -> None:
         pass  # a page with hundreds of thumbnails would flood the terminal
 
@@ -30,7 +40,7 @@ class RunServer:
     """An HTTP server for one run directory, answering from a daemon thread until closed."""
 
     def __init__(self, run_dir: Path, port: int = 0) -> None:
-        handler = partial(_QuietHandler, directory=str(run_dir))
+        handler = partial(_ReportHandler, directory=str(run_dir))
         try:
             self._server = ThreadingHTTPServer((HOST, port), handler)
         except OSError as e:
