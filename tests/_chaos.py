@@ -1,4 +1,4 @@
-"""Helpers for the chaos tests: deterministic scripted agents that follow the tasks' oracles, fault logs, runs.
+"""Helpers for the chaos tests: scripted agents that follow the tasks' oracles, fault logs, run directories.
 
 The agents answer from the task files themselves, so every outcome is fixed by (build, task, seed) and a run
 with faults injected can be compared episode by episode with the same run without them.

@@ -1,6 +1,6 @@
 """A grid on two virtual phones with faults injected scores exactly like the same grid without them.
 
-Flaky UI dumps, slow screencaps and a phone whose transport drops are the harness's problem, never the agent's:
+Flaky UI dumps, slow screencaps and a dropping transport are the harness's problem, never the agent's:
 the scripted agents are deterministic, so every episode's outcome must match its fault-free twin.
 """
 
