@@ -16,7 +16,7 @@ from agent_eval.report.html import write_html_report
 from agent_eval.report.run_files import read_episodes, read_steps
 from agent_eval.report.synthetic import SyntheticRun, ui_xml, write_synthetic_run
 from agent_eval.report.thumbnails import THUMB_WIDTH, episode_thumbnails, thumbnail
-from agent_eval.report.trajectory import _uitree_centres, describe, element_name, episode_view, overlay
+from agent_eval.report.trajectory import describe, element_centres, element_name, episode_view, overlay
 from agent_eval.scoring.scorecard import score_run
 
 WIDTH, HEIGHT = 1080, 2400
@@ -26,16 +26,16 @@ def test_a_tap_on_an_element_lands_on_the_centre_of_that_elements_bounds() -> No
     xml = ui_xml(WIDTH, HEIGHT, checked=False)
     elements, _ = parse_ui(xml)
     wifi = next(e for e in elements if e.text == "Wi-Fi")
-    drawn = overlay(Action(type=ActionType.TAP, element=wifi.index), WIDTH, HEIGHT, xml, _uitree_centres())
+    drawn = overlay(Action(type=ActionType.TAP, element=wifi.index), WIDTH, HEIGHT, xml, element_centres)
     assert (drawn.kind, drawn.x, drawn.y) == ("tap", *wifi.bounds.center)
     assert drawn.label == f"tap [{wifi.index}]"
 
 
 def test_a_tap_on_an_element_the_screen_did_not_have_is_labelled_but_not_placed() -> None:
     xml = ui_xml(WIDTH, HEIGHT, checked=False)
-    drawn = overlay(Action(type=ActionType.TAP, element=99), WIDTH, HEIGHT, xml, _uitree_centres())
+    drawn = overlay(Action(type=ActionType.TAP, element=99), WIDTH, HEIGHT, xml, element_centres)
     assert drawn.x is None and drawn.label == "tap [99]"
-    broken = overlay(Action(type=ActionType.TAP, element=1), WIDTH, HEIGHT, "<not xml", _uitree_centres())
+    broken = overlay(Action(type=ActionType.TAP, element=1), WIDTH, HEIGHT, "<not xml", element_centres)
     assert broken.x is None
 
 
@@ -58,7 +58,7 @@ def test_a_scroll_on_an_element_starts_from_that_element() -> None:
     elements, _ = parse_ui(xml)
     target = elements[2]
     drawn = overlay(
-        Action(type=ActionType.SCROLL, element=2, direction="down"), WIDTH, HEIGHT, xml, _uitree_centres()
+        Action(type=ActionType.SCROLL, element=2, direction="down"), WIDTH, HEIGHT, xml, element_centres
     )
     assert drawn.x == drawn.x2 == target.bounds.center[0]
     assert drawn.y is not None and drawn.y2 is not None

@@ -6,7 +6,6 @@ placed by re-reading the step's UI dump with the same parser that numbered the e
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
@@ -14,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.action import Action, ActionType
+from agent_eval.device.uitree import parse_ui
+from agent_eval.errors import AgentEvalError
 from agent_eval.records import EpisodeRecord, StepRecord
 from agent_eval.report.thumbnails import Thumbnail, thumbnail
 
@@ -33,18 +34,10 @@ class Overlay:
     y2: int | None = None
 
 
-def _uitree_centres() -> ElementCentres | None:
-    # The device part owns the numbering; without its parser a tap on an element is labelled, not placed.
-    try:
-        uitree: Any = importlib.import_module("agent_eval.device.uitree")
-    except ImportError:
-        return None
-
-    def centres(xml: str) -> dict[int, tuple[int, int]]:
-        elements, _ = uitree.parse_ui(xml)
-        return {int(e.index): tuple(e.bounds.center) for e in elements}
-
-    return centres
+def element_centres(xml: str) -> dict[int, tuple[int, int]]:
+    """Element number → centre of its bounds, numbered as the agent saw them (by the device part's parser)."""
+    elements, _ = parse_ui(xml)
+    return {e.index: e.bounds.center for e in elements}
 
 
 def describe(action: Action | None) -> str:
@@ -76,7 +69,7 @@ def _target(action: Action, xml: str | None, centres: ElementCentres | None) -> 
         return None
     try:
         return centres(xml).get(action.element)
-    except Exception:  # a dump the parser rejects only costs the drawn point, never the report
+    except (AgentEvalError, ValueError):  # a dump the parser rejects costs the drawn point, not the report
         return None
 
 
@@ -168,7 +161,6 @@ def episode_view(
     run_dir: Path, episode: EpisodeRecord, steps: list[StepRecord], made: Thumbnails | None = None
 ) -> dict[str, Any]:
     """Everything the viewer shows for one episode, as plain JSON values (`made`: thumbnails already made)."""
-    centres = _uitree_centres()
     episode_dir = run_dir / episode.episode_dir
     return {
         "build": episode.build,
@@ -184,5 +176,5 @@ def episode_view(
         "attempt": episode.attempt,
         "error": episode.error,
         "params": episode.params,
-        "steps": [step_view(run_dir, episode_dir, s, centres, made or {}) for s in steps],
+        "steps": [step_view(run_dir, episode_dir, s, element_centres, made or {}) for s in steps],
     }
