@@ -61,11 +61,10 @@ def test_a_task_whose_goal_already_holds_stops_the_run_with_a_clear_message(
     phones: list[Device], tmp_path: Path
 ) -> None:
     broken = tmp_path / "wifi_on_broken.yaml"
-    text = (TASKS / "wifi_on.yaml").read_text()
     broken.write_text(
-        text.replace("id: wifi_on", "id: wifi_on_broken").replace(
-            "settings put global wifi_on 0", "svc wifi enable"
-        )
+        "id: wifi_on_broken\ngoal: Turn Wi-Fi on.\nsetup: [svc wifi enable]\n"
+        'goal_state: {setting: {namespace: global, key: wifi_on, equals: "1"}}\nmax_steps: 3\n'
+        "oracle: [{type: done}]\n"
     )
     task = load_task(broken)
     with open_store(tmp_path / "run", [task]) as store:
