@@ -17,20 +17,22 @@ from agent_eval.action import Action, ActionType
 from agent_eval.agent.policy import PastStep
 from agent_eval.device.observation import Element, Observation
 
-# Short on purpose: the default model (SmolLM2-135M) has 2048 tokens of context for all of it.
+# Short on purpose: the default model (SmolLM2-135M) has 2048 tokens of context for all of it. The examples
+# use placeholders, not real numbers or app names, which a small model would copy.
 SYSTEM_PROMPT = """\
 You control an Android phone to reach a goal. Each turn you see the screen as a numbered list of \
-elements. Answer with exactly one JSON action and nothing else. Actions:
-{"type": "tap", "element": 3}
-{"type": "long_press", "element": 3}
-{"type": "type", "element": 3, "text": "hello"}
+elements. Answer with exactly one JSON action and nothing else. N stands for an element's number \
+in the current list. Actions:
+{"type": "tap", "element": N}
+{"type": "long_press", "element": N}
+{"type": "type", "element": N, "text": "..."}
 {"type": "scroll", "direction": "down"} (up, down, left, right)
 {"type": "key", "key": "back"} (back, home, enter)
-{"type": "open_app", "app": "Settings"}
+{"type": "open_app", "app": "..."}
 {"type": "wait"}
 {"type": "done"} when the goal is reached on the screen
 {"type": "infeasible"} when the goal cannot be reached
-Use element numbers from the current list. Once the goal is reached, answer done; never undo it."""
+Once the goal is reached, answer done; never undo it."""
 
 MAX_ELEMENTS = 40  # beyond this, the list is cut (and says so): long lists crowd out the model's context
 MAX_LABEL_CHARS = 60
