@@ -3,28 +3,52 @@
 from __future__ import annotations
 
 import json
+import socket
 import struct
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import adbutils
 import pytest
 
+from agent_eval import virtual_device
 from agent_eval.action import Action, ActionType
 from agent_eval.device import Device
 from agent_eval.device.observation import Observation
 from agent_eval.errors import ConfigError, DeviceError, DeviceNotFoundError, InvalidActionError
 
-virtual_device = pytest.importorskip("agent_eval.virtual_device")
-
-BASE_PORT = 5700
 SETTINGS = "com.android.settings/.Settings"
+NOWHERE = "emulator-5996"  # a serial no test starts
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def start_phone(ports: range, **options: Any) -> Any:
+    """A virtual phone (a one-phone Fleet) on the first free console port of `ports`.
+
+    Another run of these tests (or a phone left over) may hold a port: take the next pair instead.
+    """
+    for base in range(ports.start, ports.stop, 2):
+        if port_free(base) and port_free(base + 1):
+            try:
+                return virtual_device.start_fleet(count=1, base_port=base, **options)
+            except DeviceError:
+                continue
+    raise RuntimeError(f"no free adb port pair in {ports}")
 
 
 @pytest.fixture(scope="module")
 def device() -> Iterator[Device]:
-    with virtual_device.start_fleet(count=1, base_port=BASE_PORT) as fleet:
+    with start_phone(range(5700, 5720)) as fleet:
         yield Device(fleet.serials[0])
 
 
@@ -182,9 +206,9 @@ def test_a_restless_screen_still_yields_an_observation(phone: Device) -> None:
 
 
 def test_unknown_and_vanished_devices_raise_device_not_found() -> None:
-    with pytest.raises(DeviceNotFoundError, match="emulator-5798"):
-        Device("emulator-5798")
-    with virtual_device.start_fleet(count=1, base_port=BASE_PORT + 10) as fleet:
+    with pytest.raises(DeviceNotFoundError, match=NOWHERE):
+        Device(NOWHERE)
+    with start_phone(range(5720, 5730)) as fleet:
         doomed = Device(fleet.serials[0], reconnect_timeout_s=1)
         obs = doomed.observe()
     # The adb server may list a vanished emulator as offline for a moment before it drops it.
@@ -202,7 +226,7 @@ def test_unknown_and_vanished_devices_raise_device_not_found() -> None:
 def test_a_dropped_transport_is_waited_out_for_reads(tmp_path: Path) -> None:
     log = tmp_path / "faults.jsonl"
     faults = virtual_device.FaultConfig(drop_transport_after=6)
-    with virtual_device.start_fleet(count=1, base_port=BASE_PORT + 30, faults=faults, fault_log=log) as fleet:
+    with start_phone(range(5730, 5740), faults=faults, fault_log=log) as fleet:
         flaky = Device(fleet.serials[0])
         for _ in range(8):  # the transport drops on the 7th command: every read still answers
             assert flaky.setting("global", "wifi_on") == "1"
@@ -214,8 +238,8 @@ def test_a_serial_without_an_emulator_console_falls_back_to_stopping_apps() -> N
     # `adb connect` gives the same phone a network serial: adb emu cannot reach a console through it,
     # like a real phone over Wi-Fi adb. Nothing in the driver may depend on the serial's form.
     adb = adbutils.adb_path()
-    with virtual_device.start_fleet(count=1, base_port=BASE_PORT + 20) as fleet:
-        address = f"127.0.0.1:{BASE_PORT + 21}"
+    with start_phone(range(5740, 5750)) as fleet:
+        address = f"127.0.0.1:{fleet.adb_ports[0]}"
         assert "connected" in subprocess.run([adb, "connect", address], capture_output=True, text=True).stdout
         try:
             networked = Device(address)
@@ -237,7 +261,7 @@ def test_a_serial_without_an_emulator_console_falls_back_to_stopping_apps() -> N
 def test_actions_cut_off_by_a_dropped_transport_run_exactly_once(tmp_path: Path) -> None:
     log = tmp_path / "faults.jsonl"
     faults = virtual_device.FaultConfig(drop_transport_after=5)
-    with virtual_device.start_fleet(count=1, base_port=BASE_PORT + 40, faults=faults, fault_log=log) as fleet:
+    with start_phone(range(5750, 5760), faults=faults, fault_log=log) as fleet:
         flaky = Device(fleet.serials[0])
         flaky.start_intent("android.settings.WIFI_SETTINGS")
         obs = flaky.observe()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_device_driver import start_phone
 
 from agent_eval.device import Device
 from agent_eval.errors import TaskError
@@ -14,15 +15,12 @@ from agent_eval.task import goal_holds, load_tasks, start_episode
 from agent_eval.task.loading import task_from_data
 from agent_eval.task.schema import Task
 
-virtual_device = pytest.importorskip("agent_eval.virtual_device")
-
-BASE_PORT = 5720
 TASKS_DIR = Path(__file__).resolve().parents[1] / "tasks"
 
 
 @pytest.fixture(scope="module")
 def device() -> Iterator[Device]:
-    with virtual_device.start_fleet(count=1, base_port=BASE_PORT) as fleet:
+    with start_phone(range(5760, 5780)) as fleet:
         yield Device(fleet.serials[0])
 
 

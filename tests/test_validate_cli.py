@@ -8,17 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_device_driver import NOWHERE, port_free, start_phone
 
-virtual_device = pytest.importorskip("agent_eval.virtual_device")
+from agent_eval import virtual_device
 
-BASE_PORT = 5740
 ROOT = Path(__file__).resolve().parents[1]
 AGENT_EVAL = [str(Path(sys.executable).parent / "agent-eval")]
 
 
 @pytest.fixture(scope="module")
 def serial() -> Iterator[str]:
-    with virtual_device.start_fleet(count=1, base_port=BASE_PORT) as fleet:
+    with start_phone(range(5780, 5790)) as fleet:
         yield fleet.serials[0]
 
 
@@ -66,29 +66,30 @@ def test_broken_tasks_fail_with_their_names_and_reasons(serial: str, tmp_path: P
 
 def test_a_malformed_task_is_reported_before_touching_a_device(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("id: bad\ngoal: g\ngoal_state: {wifi: on}\n")
-    done = validate(str(tmp_path), "--device", "emulator-5798")
+    done = validate(str(tmp_path), "--device", NOWHERE)
     assert done.returncode == 2
     assert "bad.yaml: goal_state: unknown predicate 'wifi'" in done.stderr
     assert "Traceback" not in done.stderr
 
 
 def test_an_unknown_device_is_a_clear_error() -> None:
-    done = validate("tasks/wifi_on.yaml", "--device", "emulator-5798")
+    done = validate("tasks/wifi_on.yaml", "--device", NOWHERE)
     assert done.returncode == 2
-    assert "'emulator-5798' is not connected" in done.stderr
+    assert "'emulator-5996' is not connected" in done.stderr
 
 
 def test_without_a_device_it_starts_a_virtual_phone_itself() -> None:
-    done = validate("tasks/airplane_mode_on.yaml", "--virtual", "--base-port", str(BASE_PORT + 10))
+    base = next(p for p in range(5790, 5800, 2) if port_free(p) and port_free(p + 1))
+    done = validate("tasks/airplane_mode_on.yaml", "--virtual", "--base-port", str(base))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "starting a virtual phone" in done.stderr
-    assert f"emulator-{BASE_PORT + 10}" in done.stdout
+    assert f"emulator-{base}" in done.stdout
 
 
 def test_flaky_dumps_do_not_fail_a_sound_task(tmp_path: Path) -> None:
     log = tmp_path / "faults.jsonl"
     faults = virtual_device.FaultConfig(dump_fail_rate=0.3, seed=3)
-    with virtual_device.start_fleet(count=1, base_port=BASE_PORT + 20, faults=faults, fault_log=log) as fleet:
+    with start_phone(range(5790, 5800), faults=faults, fault_log=log) as fleet:
         done = validate("tasks/wifi_on.yaml", "--device", fleet.serials[0])
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok   wifi_on" in done.stdout
