@@ -32,6 +32,11 @@ def test_scroll_down_moves_the_finger_up_within_the_area() -> None:
     assert lx0 > lx1
 
 
+def test_clearing_a_field_is_one_input_run() -> None:
+    words = gestures.clear_field_command(3).split()
+    assert words == ["input", "keyevent", "KEYCODE_MOVE_END", "KEYCODE_DEL", "KEYCODE_DEL", "KEYCODE_DEL"]
+
+
 def test_long_press_is_a_stationary_swipe() -> None:
     assert gestures.long_press_command(10, 20) == f"input swipe 10 20 10 20 {gestures.LONG_PRESS_MS}"
 
