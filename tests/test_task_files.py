@@ -81,6 +81,10 @@ def test_parameters_are_substituted_into_goal_setup_goal_state_and_oracle(tmp_pa
             "    - setting: {namespace: global, nmae: a, equals: '1'}\n",
             "goal_state.all[1].setting: unknown field 'nmae'",
         ),
+        (
+            "id: t\ngoal: g\nmax_step: 3\ngoal_state: {element: {resource-id: x}}\n",
+            "unknown field 'max_step' (did you mean 'max_steps'?)",
+        ),
         ("id: t\ngoal: g\ngoal_state: {wifi: on}\n", "goal_state: unknown predicate 'wifi'"),
         ("id: t\ngoal: g\n", "missing field 'goal_state'"),
         ("id: t\ngoal: g\ngoal_state: {setting: {namespace: local, key: a, equals: '1'}}\n", "namespace"),

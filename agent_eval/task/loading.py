@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from agent_eval.errors import TaskError
-from agent_eval.task.schema import PREDICATE_KINDS, Task
+from agent_eval.task.schema import PREDICATE_KINDS, TASK_MODELS, Task
 
 TASK_SUFFIXES = (".yaml", ".yml")
 _MAX_REPORTED = 6
@@ -35,11 +37,24 @@ def _location(loc: Sequence[int | str]) -> str:
     return text
 
 
+@functools.cache
+def _field_names() -> list[str]:
+    """Every field name a task file can use, for "did you mean" hints."""
+    names: set[str] = set()
+    for model in TASK_MODELS:
+        for name, info in model.model_fields.items():
+            names.add(info.alias or name)
+    return sorted(names)
+
+
 def _describe(error: Any) -> str:
     loc = tuple(error["loc"])
     kind = error["type"]
     if kind == "extra_forbidden" and loc:
         where, what = _location(loc[:-1]), f"unknown field {loc[-1]!r}"
+        close = difflib.get_close_matches(str(loc[-1]), _field_names(), n=1)
+        if close:
+            what += f" (did you mean {close[0]!r}?)"
     elif kind == "missing" and loc:
         where, what = _location(loc[:-1]), f"missing field {loc[-1]!r}"
     elif kind == "unknown_predicate":

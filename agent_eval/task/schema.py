@@ -342,3 +342,15 @@ class TaskInstance:
     @property
     def verify(self) -> bool:
         return self.task.verify
+
+
+TASK_MODELS: tuple[type[BaseModel], ...] = (
+    Task,
+    Start,
+    OracleStep,
+    ShellCheck,
+    SettingCheck,
+    ElementCheck,
+    ActivityCheck,
+    *_KIND_MODELS.values(),
+)
