@@ -162,8 +162,10 @@ def test_state_queries(phone: Device) -> None:
     assert phone.shell("no_such_program").exit_code == 127
     phone.start_activity("com.android.settings/.Settings$BluetoothDashboardActivity")
     assert phone.focused_activity() == "com.android.settings/.Settings$BluetoothDashboardActivity"
-    with pytest.raises(DeviceError, match="cannot start"):
+    with pytest.raises(InvalidActionError, match="cannot start"):
         phone.start_activity("com.android.settings/.NoSuchActivity")
+    with pytest.raises(InvalidActionError, match="cannot start"):
+        phone.start_intent("android.settings.NO_SUCH_SETTINGS")
 
 
 def test_reset_loads_the_snapshot_and_without_one_goes_home_with_apps_stopped(phone: Device) -> None:

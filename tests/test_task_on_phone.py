@@ -95,6 +95,8 @@ def test_broken_setup_or_start_is_a_task_error_naming_the_file(phone: Device) ->
         start_episode(phone, task(goal, setup=["true", "no_such_tool --x"]).instantiate(0))
     with pytest.raises(TaskError, match="no installed app is called 'Teleporter'"):
         start_episode(phone, task(goal, start={"app": "Teleporter"}).instantiate(0))
+    with pytest.raises(TaskError, match=r"t\.yaml: start: cannot start com\.android\.settings/\.Nowhere"):
+        start_episode(phone, task(goal, start={"activity": "com.android.settings/.Nowhere"}).instantiate(0))
 
 
 def test_every_shipped_task_starts_in_the_state_it_claims(phone: Device) -> None:

@@ -62,9 +62,8 @@ class Device:
         self._boot_timeout_s = boot_timeout_s
         self._reconnect_timeout_s = reconnect_timeout_s
         self._packages: list[str] | None = None
-        self._foreground: set[str] = (
-            set()
-        )  # apps seen in front since the last reset, stopped by a fallback reset
+        # Apps seen in front since the last reset: a reset without a snapshot stops them.
+        self._foreground: set[str] = set()
         self._has_console: bool | None = None
         self._shell_v2: bool | None = None
         self.last_reset = ""  # "snapshot NAME" or "no snapshot", for the record
@@ -102,7 +101,7 @@ class Device:
         When the transport drops (the device goes offline for a moment), the command is sent again once the
         device is back — always if the server refused it (it never ran), else only if `idempotent`.
         """
-        return self._reconnecting(lambda: self._shell_once(cmd, timeout_s), f"running `{cmd}`", idempotent)
+        return self._reconnecting(lambda: self._shell_once(cmd, timeout_s), idempotent)
 
     def _shell_once(self, cmd: str, timeout_s: float) -> ShellResult:
         with self._adb_errors(f"running `{cmd}`"):
@@ -111,7 +110,7 @@ class Device:
             result = self._adb.shell2(cmd, timeout=timeout_s, v2=self._shell_v2)
         return ShellResult(output=result.output, exit_code=result.returncode)
 
-    def _reconnecting(self, run: Callable[[], _T], doing: str, idempotent: bool) -> _T:
+    def _reconnecting(self, run: Callable[[], _T], idempotent: bool) -> _T:
         try:
             return run()
         except DeviceError as e:
@@ -139,7 +138,7 @@ class Device:
                 finally:
                     conn.close()
 
-        return self._reconnecting(run, f"running `exec-out {cmd}`", idempotent=True)
+        return self._reconnecting(run, idempotent=True)
 
     # -- observing --------------------------------------------------------------------------------------
 
@@ -339,15 +338,17 @@ class Device:
         return package
 
     def start_activity(self, component: str) -> None:
+        """`am start -n COMPONENT`; InvalidActionError when the device has no such activity."""
         self._am_start(f"-n {shlex.quote(component)}", component)
 
     def start_intent(self, action: str) -> None:
+        """`am start -a ACTION`; InvalidActionError when no activity handles the action."""
         self._am_start(f"-a {shlex.quote(action)}", action)
 
     def _am_start(self, args: str, what: str) -> None:
         result = self.shell(f"am start -W {args}", timeout_s=30)
         if not result.ok or "Error" in result.output:
-            raise DeviceError(f"adb device {self.serial}: cannot start {what}: {result.output.strip()[:300]}")
+            raise InvalidActionError(f"cannot start {what} on {self.serial}: {result.output.strip()[:300]}")
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
