@@ -73,7 +73,7 @@ class SettingCheck(_Strict):
     """`settings get NAMESPACE KEY` equals a value (null: the key is unset)."""
 
     namespace: Literal["global", "secure", "system"]
-    key: str
+    key: str = Field(pattern=r"^[\w.:-]+$", description="A settings key such as wifi_on.")
     equals: str | None
 
     _text = field_validator("equals", mode="before")(_as_text)
