@@ -1,6 +1,8 @@
-"""How long writing report.html takes for a 200-episode run (3 builds × 6 tasks × 11 seeds, ~8 steps each).
+"""How long writing report.html takes for a 200-episode run (3 builds × 6 tasks × 11 seeds, ~7 steps each).
 
 Target: under 10 s, first-time thumbnails included. Run: .venv/bin/python bench/bench_report.py [--keep DIR]
+With --size 1080x2400 (the virtual phone's screens) decoding the PNGs dominates (~25-30 ms each): that is why
+the report stops making thumbnails after a budget, and why the runner can make them per finished episode.
 """
 
 from __future__ import annotations
