@@ -86,6 +86,10 @@ def test_parameters_are_substituted_into_goal_setup_goal_state_and_oracle(tmp_pa
             "unknown field 'max_step' (did you mean 'max_steps'?)",
         ),
         ("id: t\ngoal: g\ngoal_state: {wifi: on}\n", "goal_state: unknown predicate 'wifi'"),
+        (
+            "id: t\ngoal: g\ngoal_state: {not: {shell: {command: x, equals: y}, activity: {equals: a/.B}}}\n",
+            "goal_state.not: a predicate has exactly one key, got 'shell', 'activity'; combine several",
+        ),
         ("id: t\ngoal: g\n", "missing field 'goal_state'"),
         ("id: t\ngoal: g\ngoal_state: {setting: {namespace: local, key: a, equals: '1'}}\n", "namespace"),
         ("id: t\ngoal: g\ngoal_state: {shell: {command: x}}\n", "exactly one of 'equals' or 'matches'"),

@@ -59,11 +59,16 @@ def _describe(error: Any) -> str:
         where, what = _location(loc[:-1]), f"missing field {loc[-1]!r}"
     elif kind == "unknown_predicate":
         given = error.get("input")
-        keys = ", ".join(map(repr, given)) if isinstance(given, dict) else repr(given)
         where = _location(loc)
-        what = (
-            f"unknown predicate {keys}; a predicate has exactly one key, one of: {', '.join(PREDICATE_KINDS)}"
-        )
+        kinds = ", ".join(PREDICATE_KINDS)
+        if isinstance(given, dict) and len(given) > 1:
+            keys = ", ".join(map(repr, given))
+            what = (
+                f"a predicate has exactly one key, got {keys}; combine several with all: [...] or any: [...]"
+            )
+        else:
+            keys = ", ".join(map(repr, given)) if isinstance(given, dict) else repr(given)
+            what = f"unknown predicate {keys}; a predicate has exactly one key, one of: {kinds}"
     else:
         where = _location(loc)
         what = str(error["msg"]).removeprefix("Value error, ")
