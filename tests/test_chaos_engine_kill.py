@@ -1,0 +1,96 @@
+"""A real vLLM server of the bf16 build killed with SIGKILL mid-grid: restarted, the run completes.
+
+The episode the kill interrupted ends as an infra_error attempt (never scored) and is played again.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from _chaos import episodes, scored
+from _engines import prepared_default_builds
+from rich.console import Console
+
+from agent_eval.grid import GridSpec, run_grid
+from agent_eval.records import EngineRecord
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+
+ENGINE_PORT = 8300
+SEEDS = 2
+
+
+def _engine_servers(port: int) -> list[psutil.Process]:
+    """The vLLM API server processes listening on `port` (the engine itself, not its guard)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if "vllm.entrypoints.openai.api_server" in cmd and str(port) in cmd and "--" not in cmd:
+            found.append(proc)
+    return found
+
+
+def _kill_mid_episode(run_dir: Path, killed: list[int]) -> None:
+    """Once the first episode has recorded a step (so it is under way), SIGKILL the engine serving it."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        steps = [p for p in run_dir.glob("episodes/*/*/*/steps.jsonl") if p.stat().st_size > 0]
+        if steps and not episodes(run_dir):
+            for proc in _engine_servers(ENGINE_PORT):
+                proc.kill()
+                killed.append(proc.pid)
+            return
+        time.sleep(0.05)
+
+
+def test_a_killed_engine_is_restarted_and_the_interrupted_episode_retried(tmp_path: Path) -> None:
+    prepared_default_builds()
+    run_dir = tmp_path / "run"
+    spec = GridSpec(
+        tasks=["wifi_on"],
+        builds=["bf16"],
+        seeds=SEEDS,
+        adaptive={"enabled": False},
+        max_steps=4,
+        max_attempts=3,
+        devices=1,
+        phone_base_port=6010,
+        engine_base_port=ENGINE_PORT,
+        run_dir=str(run_dir),
+    )
+    killed: list[int] = []
+    out = io.StringIO()
+    killer = threading.Thread(target=_kill_mid_episode, args=(run_dir, killed), daemon=True)
+    killer.start()
+    result = run_grid(spec, console=Console(file=out, width=200), bars=False, html=False)
+    killer.join(timeout=5)
+    text = out.getvalue()
+
+    assert killed, "the engine was never seen serving"
+    assert not any(psutil.pid_exists(pid) for pid in killed)
+    assert _engine_servers(ENGINE_PORT) == [], "the grid left its engine running"
+    assert "died; restarting it" in text, text[-3000:]
+    # The run completed: every cell scored once, nothing left for a rerun.
+    assert result.problems == [], (result.problems, text[-3000:])
+    assert set(scored(run_dir)) == {("bf16", "wifi_on", seed) for seed in range(SEEDS)}
+    lines = episodes(run_dir)
+    interrupted = [e for e in lines if e["outcome"] == "infra_error"]
+    assert interrupted and all(e["error"] for e in interrupted)
+    # The interrupted episode is seed 0's first attempt; its scored retry comes after it.
+    assert (interrupted[0]["seed"], interrupted[0]["attempt"]) == (0, 1)
+    retry = scored(run_dir)[("bf16", "wifi_on", 0)]
+    assert retry["attempt"] > 1 and retry["started_at"] > interrupted[0]["finished_at"]
+    # Not counted in the rates: the scorecard scores 2 episodes and counts the failed attempts apart.
+    assert result.scorecard is not None
+    (score,) = result.scorecard.builds
+    assert score.episodes == SEEDS and score.unresolved_infra_errors == 0
+    assert score.infra_error_attempts == len(interrupted) == result.infra_attempts
+    record = EngineRecord.model_validate_json((run_dir / "engines" / "bf16.json").read_text())
+    assert record.restarts == 1
+    log = (run_dir / "engines" / "bf16.log").read_text()
+    assert log.count("=== agent-eval: starting bf16") == 2
