@@ -6,6 +6,7 @@ The phones run in a child process, so the caller does not carry their CPU load; 
 from __future__ import annotations
 
 import contextlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,12 +26,18 @@ class Fleet:
     """Phones running in a child process; `serials` are online in the adb server. Stop it (or use `with`)."""
 
     def __init__(
-        self, process: subprocess.Popen[bytes], serials: list[str], base_port: int, log_path: Path | None
+        self,
+        process: subprocess.Popen[bytes],
+        serials: list[str],
+        base_port: int,
+        log_path: Path | None,
+        scratch: Path | None = None,
     ) -> None:
         self.process = process
         self.serials = serials
         self.base_port = base_port
         self.log_path = log_path
+        self._scratch = scratch  # a temp dir we made for the log: removed on stop
 
     @property
     def adb_ports(self) -> list[int]:
@@ -51,6 +58,9 @@ class Fleet:
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def __enter__(self) -> Fleet:
         return self
@@ -87,7 +97,9 @@ def start_fleet(
     """Starts `count` phones (emulator-BASE, emulator-BASE+2, ...); returns once adb lists them online."""
     if faults is not None:
         faults = faults_per_phone(faults, count)  # a wrong count fails here, before spawning
-    workdir = log_dir or Path(tempfile.mkdtemp(prefix="agent-eval-fleet-"))
+    scratch = None if log_dir is not None else Path(tempfile.mkdtemp(prefix="agent-eval-fleet-"))
+    workdir = log_dir or scratch
+    assert workdir is not None
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"fleet-{base_port}.log"
     cmd = [
@@ -111,7 +123,7 @@ def start_fleet(
         cmd.append("--auth")
     with log_path.open("ab") as err:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-    fleet = Fleet(proc, [], base_port, log_path)
+    fleet = Fleet(proc, [], base_port, log_path, scratch)
     try:
         assert proc.stdout is not None
         serials = []
