@@ -133,6 +133,10 @@ def test_typing_replaces_the_field_text_with_spaces_and_quotes_intact(phone: Dev
     assert next(e for e in obs.elements if e.cls.endswith("EditText")).text == name
     act(phone, obs, type="tap", element=find(obs, "OK"))
     assert phone.setting("global", "device_name") == name
+    # Typing "into" a row that is not a field taps it (opening the dialog) and types there, clearing nothing.
+    obs = phone.observe()
+    obs = act(phone, obs, type="type", element=find(obs, "Device name"), text="2")
+    assert next(e for e in obs.elements if e.cls.endswith("EditText")).text == name + "2"
 
 
 def test_invalid_actions_are_rejected_without_touching_the_device(phone: Device) -> None:

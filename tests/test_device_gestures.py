@@ -32,6 +32,12 @@ def test_scroll_down_moves_the_finger_up_within_the_area() -> None:
     assert lx0 > lx1
 
 
+def test_text_fields_are_recognised_by_class() -> None:
+    assert gestures.is_text_field("android.widget.EditText")
+    assert gestures.is_text_field("android.widget.AutoCompleteTextView")
+    assert not gestures.is_text_field("android.widget.TextView")
+
+
 def test_clearing_a_field_is_one_input_run() -> None:
     words = gestures.clear_field_command(3).split()
     assert words == ["input", "keyevent", "KEYCODE_MOVE_END", "KEYCODE_DEL", "KEYCODE_DEL", "KEYCODE_DEL"]

@@ -250,7 +250,7 @@ class Device:
                 # Typing into a named field replaces what it holds, as the agent's "field := text" intends.
                 field = self._element(action.element, observation)
                 self._run(gestures.tap_command(*field.bounds.center), observation.ui_xml)
-                if field.text and not field.password:
+                if gestures.is_text_field(field.cls) and field.text and not field.password:
                     self._run(gestures.clear_field_command(len(field.text)))
                 self._run(gestures.text_command(action.text))
             else:

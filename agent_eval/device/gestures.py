@@ -51,6 +51,11 @@ def text_command(text: str) -> str:
     return "input text " + shlex.quote(text.replace(" ", "%s"))
 
 
+def is_text_field(cls: str) -> bool:
+    """Whether a view class holds editable text (EditText and its subclasses such as AutoCompleteTextView)."""
+    return any(kind in cls for kind in ("EditText", "AutoCompleteTextView", "TextField"))
+
+
 def clear_field_command(length: int) -> str:
     """Moves to the end of the focused field and deletes `length` characters, in one `input` run (each run
     starts a Java process on a real device, so one per key would take seconds)."""
