@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from agent_eval.virtual_device.apps import Catalog, Row, load_catalog
 from agent_eval.virtual_device.faults import FaultInjector
 from agent_eval.virtual_device.layout import layout
-from agent_eval.virtual_device.png import encode_png
+from agent_eval.virtual_device.png import PngEncoder
 from agent_eval.virtual_device.render import render
 from agent_eval.virtual_device.state import Dialog, Frame, PhoneState
 from agent_eval.virtual_device.storage import Storage
@@ -80,6 +80,7 @@ class Phone:
         self._tick = 0
         self._render_lock = threading.Lock()
         self._png: tuple[int, bytes] | None = None
+        self._encoder = PngEncoder()  # used under _render_lock only
         self._layout: tuple[int, Layout] | None = None
         self._prerender_wanted = threading.Event()
         self._prerender_thread: threading.Thread | None = None
@@ -116,7 +117,7 @@ class Phone:
                     return self._png[1]
                 lay = self.current_layout()
                 st = self._frame_state()
-            png = encode_png(render(lay, st))
+            png = self._encoder.encode(render(lay, st))
             if not restless:
                 self._png = (version, png)
             return png
