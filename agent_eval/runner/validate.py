@@ -140,7 +140,7 @@ def _device_for(serial: str | None, virtual: bool, base_port: int) -> Iterator[D
     if serial is not None:
         yield Device(serial)
         return
-    connected = [] if virtual else online_serials()
+    connected = [] if virtual else sorted(online_serials())
     if connected:
         click.echo(f"using the connected device {connected[0]} (pass --device to choose)", err=True)
         yield Device(connected[0])
