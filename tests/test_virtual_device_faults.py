@@ -10,7 +10,7 @@ from pathlib import Path
 
 import adbutils
 import pytest
-from _phones import adb, device, reset, screenshot, sh
+from _phones import adb, device, parse_dump, reset, screenshot, sh, tap
 
 from agent_eval.errors import DeviceError
 from agent_eval.virtual_device import FaultConfig, Fleet, start_fleet
@@ -113,6 +113,12 @@ def test_restless_screen_never_settles(serial: str, log_path: Path) -> None:
     assert d.dump_hierarchy() != d.dump_hierarchy()
     assert screenshot(serial).tobytes() != screenshot(serial).tobytes()
     assert any(e["kind"] == "restless_screen" for e in logged(log_path))
+    # Also while a dialog has focus (uiautomator then dumps only the dialog).
+    sh(serial, "am start -a android.settings.DISPLAY_SETTINGS")
+    timeout_row = next(n for n in parse_dump(d.dump_hierarchy()) if n.text == "Screen timeout")
+    tap(serial, timeout_row)
+    first, second = d.dump_hierarchy(), d.dump_hierarchy()
+    assert 'resource-id="android:id/alertTitle"' in first and first != second
     emu("faults", "set", "restless_screen", "false")
     assert d.dump_hierarchy() == d.dump_hierarchy()
 

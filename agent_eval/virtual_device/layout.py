@@ -332,20 +332,22 @@ def layout(state: PhoneState, catalog: Catalog, tick: int | None = None) -> Layo
         window = _launcher(m, app, screen, catalog)
     else:
         window, lst, content_h = _list_window(m, app, screen, state)
+    dialog = dialog_window(m, app, screen, state)
     if tick is not None:
-        # A restless screen: a progress animation whose phase changes on every frame.
-        top = m.status_h
-        window.children.append(
+        # A restless screen: a progress animation whose phase changes on every frame, in whichever window
+        # uiautomator dumps.
+        target = dialog if dialog is not None else window
+        top = target.bounds[1] if dialog is not None else m.status_h
+        target.children.append(
             View(
                 cls="android.widget.ProgressBar",
-                bounds=(0, top, m.w, top + m.dp(4)),
+                bounds=(target.bounds[0], top, target.bounds[2], top + m.dp(4)),
                 package=app.package,
                 paint="progress",
                 content_desc=f"Loading {tick % 100}%",
                 value=(tick % 100) / 100,
             )
         )
-    dialog = dialog_window(m, app, screen, state)
     keyboard = keyboard_keys(m) if state.keyboard_shown else []
     return Layout(
         window=window,
