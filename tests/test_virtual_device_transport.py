@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import socket
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -194,3 +195,17 @@ def test_old_hosts_get_checksummed_messages_and_small_chunks(serial: str) -> Non
             received += data
             s.sendall(_message(okay, 7, arg0))
     assert received == b"0123456789" * 1000
+
+
+def test_reboot_keeps_settings_and_comes_back_home(serial: str) -> None:
+    sh(serial, "settings put global bluetooth_on 1; am start -a android.settings.DISPLAY_SETTINGS")
+    adb(serial, "reboot")
+    # The phone leaves the adb server for a moment, then comes back booted.
+    deadline = time.monotonic() + 20
+    while adb(serial, "get-state").stdout.strip() == b"device" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    while adb(serial, "shell", "getprop sys.boot_completed").stdout != b"1\n" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sh(serial, "getprop sys.boot_completed") == "1\n"
+    assert sh(serial, "settings get global bluetooth_on") == "1\n"
+    assert "NexusLauncherActivity" in sh(serial, "dumpsys window | grep mCurrentFocus")

@@ -393,6 +393,13 @@ class Phone:
             self.state.density = density or 420
             self.changed()
 
+    def reboot(self) -> None:
+        with self.lock:
+            home = self.catalog.home
+            self.state.tasks = {home.package: [Frame(home.launch_screen)]}
+            self._close_transient()
+            self.changed()
+
     # ---- snapshots -----------------------------------------------------------------------------------
     def save_snapshot(self, name: str, now: float) -> None:
         with self.lock:

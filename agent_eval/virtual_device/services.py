@@ -49,7 +49,15 @@ class Services:
             return lambda s, _svc: self._exec(s, service[5:])
         if service == "sync:":
             return self._sync
+        if service.startswith("reboot:"):
+            return self._reboot
         return None
+
+    async def _reboot(self, stream: Stream, _service: str) -> None:
+        """`adb reboot`: settings and files survive, apps restart on the home screen, the transport drops."""
+        self.phone.reboot()
+        await asyncio.sleep(0.05)
+        self.on_drop()
 
     async def _run(self, line: str) -> tuple[Output, int] | None:
         """Runs one command line with the phone's faults; None if the transport was dropped instead."""
