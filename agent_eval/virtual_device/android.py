@@ -11,7 +11,7 @@ import struct
 from PIL import Image
 
 from agent_eval.virtual_device.apps import SETTINGS_NAMESPACES
-from agent_eval.virtual_device.phone import KEYCODES
+from agent_eval.virtual_device.keys import KEYCODES
 from agent_eval.virtual_device.shell import Output, Shell, command
 from agent_eval.virtual_device.storage import PhoneError
 from agent_eval.virtual_device.uiautomator import DUMP_IDLE_ERROR, DUMP_OK

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from agent_eval.virtual_device.apps import Catalog, Row, load_catalog
 from agent_eval.virtual_device.faults import FaultInjector
+from agent_eval.virtual_device.keys import KEY_CHARS, KEYCODES
 from agent_eval.virtual_device.layout import layout
 from agent_eval.virtual_device.png import PngEncoder
 from agent_eval.virtual_device.render import render
@@ -20,37 +21,6 @@ from agent_eval.virtual_device.uiautomator import dump_xml
 from agent_eval.virtual_device.views import Layout, Metrics, Tap, View, contains, hit, switch_checked
 
 SDK = 34
-KEYCODES = {
-    "HOME": 3,
-    "BACK": 4,
-    "DPAD_UP": 19,
-    "DPAD_DOWN": 20,
-    "DPAD_LEFT": 21,
-    "DPAD_RIGHT": 22,
-    "DPAD_CENTER": 23,
-    "POWER": 26,
-    "TAB": 61,
-    "SPACE": 62,
-    "ENTER": 66,
-    "DEL": 67,
-    "MENU": 82,
-    "SEARCH": 84,
-    "ESCAPE": 111,
-    "FORWARD_DEL": 112,
-    "MOVE_END": 123,
-    "APP_SWITCH": 187,
-    "WAKEUP": 224,
-    "VOLUME_UP": 24,
-    "VOLUME_DOWN": 25,
-    "CAMERA": 27,
-    "NOTIFICATION": 83,
-    "SLEEP": 223,
-}
-KEYCODES |= {chr(c): 29 + c - ord("A") for c in range(ord("A"), ord("Z") + 1)}
-KEYCODES |= {str(d): 7 + d for d in range(10)}
-KEYCODES |= {"PERIOD": 56, "COMMA": 55, "MINUS": 69, "AT": 77}
-_KEY_CHARS = {56: ".", 55: ",", 69: "-", 77: "@", 62: " "} | {29 + i: chr(ord("a") + i) for i in range(26)}
-_KEY_CHARS |= {7 + d: str(d) for d in range(10)}
 
 
 @dataclass(frozen=True)
@@ -375,8 +345,8 @@ class Phone:
             elif code in (KEYCODES["DEL"], KEYCODES["FORWARD_DEL"]):
                 self._type_backspace()
                 self.changed()
-            elif code in _KEY_CHARS:
-                self._type(_KEY_CHARS[code])
+            elif code in KEY_CHARS:
+                self._type(KEY_CHARS[code])
                 self.changed()
 
     # ---- display ----------------------------------------------------------------------------------------
