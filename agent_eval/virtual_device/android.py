@@ -168,7 +168,6 @@ def _uiautomator(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
 
 @command("settings")
 def _settings(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
-    args = [a for a in args]
     while args[:1] == ["--user"]:
         args = args[2:]
     usage = (

@@ -6,7 +6,6 @@ Facts from AOSP's protocol.txt; the host is the real adb server.
 from __future__ import annotations
 
 import base64
-import hashlib
 import struct
 from dataclasses import dataclass
 
@@ -79,10 +78,6 @@ class PublicKey:
     n: int
     e: int
     text: bytes  # as the host sent it (base64 + " user@host")
-
-    @property
-    def fingerprint(self) -> str:
-        return hashlib.md5(self.text.split(b" ")[0]).hexdigest()
 
 
 def parse_public_key(payload: bytes) -> PublicKey:
