@@ -230,3 +230,27 @@ def test_nodes_without_label_are_marked_naf(serial: str) -> None:
     assert re.search(r'<node NAF="true" index="\d+" text="" resource-id="android:id/seekbar"', xml)
     assert 'NAF="true"' not in xml.replace(re.search(r'<node NAF="true"[^>]*seekbar[^>]*>', xml).group(0), "")
     assert "\n" not in xml
+
+
+def test_settings_search_finds_a_row_and_opens_its_screen(serial: str) -> None:
+    nodes = open_settings(serial)
+    search_bar = next(n for n in nodes if n.content_desc == "Search settings")
+    tap(serial, search_bar)
+    assert "mInputShown=true" in sh(serial, "dumpsys input_method")
+    adb(serial, "shell", "input text dark")
+    nodes = dump(serial)
+    field = next(n for n in nodes if n.cls == "android.widget.EditText")
+    assert field.text == "dark"
+    result = row_of(nodes, "Dark theme")
+    assert find(nodes, "Display").bounds[1] >= result.bounds[1]  # its path is the summary
+    tap(serial, result)
+    assert focus(serial).endswith("Settings$DisplaySettingsActivity")
+    assert "mInputShown=false" in sh(serial, "dumpsys input_method")
+    # Back returns to the results, still holding the query.
+    adb(serial, "shell", "input keyevent KEYCODE_BACK")
+    assert next(n for n in dump(serial) if n.cls == "android.widget.EditText").text == "dark"
+    adb(serial, "shell", "input keyevent KEYCODE_DEL")
+    adb(serial, "shell", "input keyevent KEYCODE_DEL")
+    adb(serial, "shell", "input keyevent KEYCODE_DEL")
+    adb(serial, "shell", "input keyevent KEYCODE_DEL")
+    assert [n for n in dump(serial) if n.resource_id == "android:id/title"] == []

@@ -88,7 +88,7 @@ class Screen(_Strict):
 
     title: str
     activity: str
-    style: Literal["list", "home", "launcher"] = "list"
+    style: Literal["list", "home", "launcher", "search"] = "list"
     actions: list[str] = []
     rows: list[Row] = []
     icons: list[Icon] = []
@@ -113,6 +113,11 @@ class App(_Strict):
                 if row.opens is not None and row.opens not in self.screens:
                     raise ValueError(f"screen {sid!r}, row {row.title!r} opens unknown screen {row.opens!r}")
         return self
+
+    @property
+    def search_screen(self) -> str | None:
+        """The app's search screen (style `search`), which its home screen's search bar opens."""
+        return next((sid for sid, sc in self.screens.items() if sc.style == "search"), None)
 
     def activity_class(self, screen_id: str) -> str:
         """The screen's fully qualified activity class, e.g. com.android.settings.Settings."""

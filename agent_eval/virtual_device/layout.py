@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from agent_eval.virtual_device.apps import App, Catalog, Icon, Row, Screen
 from agent_eval.virtual_device.dialogs import dialog_window, keyboard_keys
+from agent_eval.virtual_device.search import search_rows
 from agent_eval.virtual_device.state import PhoneState
 from agent_eval.virtual_device.views import (
     Layout,
@@ -219,6 +220,21 @@ def _launcher(m: Metrics, app: App, screen: Screen, catalog: Catalog) -> View:
     return root
 
 
+def _search_field(rect: Rect, pkg: str, st: PhoneState) -> View:
+    return View(
+        cls="android.widget.EditText",
+        bounds=rect,
+        package=pkg,
+        paint="search_field",
+        text=st.top.query,
+        resource_id="android:id/search_src_text",
+        clickable=True,
+        focusable=True,
+        focused=st.keyboard_shown,
+        tap=Tap("field"),
+    )
+
+
 def _list_window(m: Metrics, app: App, screen: Screen, st: PhoneState) -> tuple[View, View, int]:
     pkg = app.package
     frame = st.top
@@ -250,7 +266,7 @@ def _list_window(m: Metrics, app: App, screen: Screen, st: PhoneState) -> tuple[
                 resource_id=f"{pkg}:id/search_action_bar",
                 clickable=True,
                 focusable=True,
-                tap=Tap("none"),
+                tap=Tap("search") if app.search_screen else Tap("none"),
                 children=[
                     View(
                         cls="android.widget.TextView",
@@ -285,7 +301,9 @@ def _list_window(m: Metrics, app: App, screen: Screen, st: PhoneState) -> tuple[
                         focusable=True,
                         tap=Tap("back"),
                     ),
-                    View(
+                    _search_field(title, pkg, st)
+                    if screen.style == "search"
+                    else View(
                         cls="android.widget.TextView",
                         bounds=title,
                         package=pkg,
@@ -297,7 +315,7 @@ def _list_window(m: Metrics, app: App, screen: Screen, st: PhoneState) -> tuple[
         )
         y += m.dp(64)
     viewport = (0, y, m.w, m.h - m.nav_h)
-    rows = visible_rows(screen, st)
+    rows = search_rows(app, st, frame.query) if screen.style == "search" else visible_rows(screen, st)
     heights = [_row_height(m, row, value_summary(row, st)) for _, row in rows]
     content_h = sum(heights)
     view_h = viewport[3] - viewport[1]

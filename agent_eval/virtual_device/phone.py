@@ -236,7 +236,13 @@ class Phone:
         st = self.state
         kind, arg = tap.kind, tap.arg
         if kind == "open":
+            st.keyboard_shown = False
             st.tasks[st.foreground].append(Frame(str(arg)))
+        elif kind == "search":
+            target = self.catalog.apps[st.foreground].search_screen
+            if target is not None:
+                st.tasks[st.foreground].append(Frame(target))
+                st.keyboard_shown = True
         elif kind == "launch":
             self.launch(str(arg))
         elif kind == "back":
@@ -288,22 +294,36 @@ class Phone:
         elif ch == "<":
             self._type_backspace()
         elif ch == ">":
-            self._commit_text()
+            if self._in_search():
+                st.keyboard_shown = False
+            else:
+                self._commit_text()
         else:
             self._type(ch.upper() if st.shift else ch)
             st.shift = False
         self.changed()
+
+    def _in_search(self) -> bool:
+        st = self.state
+        return st.dialog is None and self.catalog.apps[st.foreground].screens[st.top.screen].style == "search"
 
     def _type(self, text: str) -> None:
         d = self.state.dialog
         if d is not None and d.kind == "text":
             d.draft += text
             self.state.keyboard_shown = True
+        elif self._in_search():
+            top = self.state.top
+            top.query += text
+            top.scroll = 0
+            self.state.keyboard_shown = True
 
     def _type_backspace(self) -> None:
         d = self.state.dialog
         if d is not None and d.kind == "text":
             d.draft = d.draft[:-1]
+        elif self._in_search():
+            self.state.top.query = self.state.top.query[:-1]
 
     def text(self, s: str) -> None:
         with self.lock:
@@ -341,7 +361,9 @@ class Phone:
             elif code == KEYCODES["ENTER"]:
                 if self.state.dialog is not None and self.state.dialog.kind == "text":
                     self._commit_text()
-                    self.changed()
+                elif self._in_search():
+                    self.state.keyboard_shown = False
+                self.changed()
             elif code in (KEYCODES["DEL"], KEYCODES["FORWARD_DEL"]):
                 self._type_backspace()
                 self.changed()

@@ -160,6 +160,19 @@ class Painter:
                 fill=p.accent,
                 width=dp(2),
             )
+        elif k == "search_field":
+            cy = (r[1] + r[3]) // 2
+            if v.text:
+                self.text(v, 20, p.text)
+            else:
+                self.write((r[0], cy), "Search settings", 20, p.subtext, "lm")
+            if v.focused:
+                tw = int(font(max(6, dp(20))).getlength(v.text)) if v.text else 0
+                d.line(
+                    (r[0] + tw + dp(2), r[1] + dp(10), r[0] + tw + dp(2), r[3] - dp(10)),
+                    fill=p.accent,
+                    width=dp(2),
+                )
         elif k == "button":
             self.text(v, 15, p.accent, anchor="mm")
         for c in v.children:

@@ -36,10 +36,11 @@ DEFAULT_DIRS = (
 
 @dataclass
 class Frame:
-    """One activity on a back stack: which screen, and how far its list is scrolled (px)."""
+    """One activity on a back stack: which screen, how far its list is scrolled (px), what was searched."""
 
     screen: str
     scroll: int = 0
+    query: str = ""
 
 
 @dataclass
@@ -92,7 +93,9 @@ class PhoneState:
     def to_json(self) -> dict[str, Any]:
         return {
             "settings": copy.deepcopy(self.settings),
-            "tasks": {pkg: [[f.screen, f.scroll] for f in stack] for pkg, stack in self.tasks.items()},
+            "tasks": {
+                pkg: [[f.screen, f.scroll, f.query] for f in stack] for pkg, stack in self.tasks.items()
+            },
             "width": self.width,
             "height": self.height,
             "density": self.density,
@@ -110,7 +113,7 @@ class PhoneState:
         dialog = data["dialog"]
         return cls(
             settings=copy.deepcopy(data["settings"]),
-            tasks={pkg: [Frame(s, sc) for s, sc in stack] for pkg, stack in data["tasks"].items()},
+            tasks={pkg: [Frame(*frame) for frame in stack] for pkg, stack in data["tasks"].items()},
             width=data["width"],
             height=data["height"],
             density=data["density"],
