@@ -65,12 +65,26 @@ def grid_rate(spec: GridSpec, run_dir: Path, devices: list[Device]) -> dict[str,
     start = min(_t(r["started_at"]) for r in records)
     end = max(_t(r["finished_at"]) for r in records)
     steps = sum(r["steps"] for r in records)
+    split = {
+        part: sum(r["latency"][part] for r in records) / steps
+        for part in ("model_s", "observe_s", "act_s", "check_s")
+    }
     return {
         "episodes": len(records),
         "steps": steps,
         "wall_s": end - start,
         "steps_per_s": steps / (end - start),
+        "model_s": split["model_s"],
+        "phone_s": split["observe_s"] + split["act_s"] + split["check_s"],
     }
+
+
+def describe(k: int, rate: dict[str, float]) -> str:
+    return (
+        f"K={k}: {rate['episodes']:.0f} episodes, {rate['steps']:.0f} steps in {rate['wall_s']:.1f} s = "
+        f"{rate['steps_per_s']:.3f} steps/s; per step: model {rate['model_s']:.2f} s, "
+        f"phone {rate['phone_s']:.2f} s"
+    )
 
 
 def _t(stamp: str) -> float:
