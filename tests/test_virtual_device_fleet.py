@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from _phones import ADB, adb, sh
 
 from agent_eval.errors import DeviceError
-from agent_eval.virtual_device import start_fleet
+from agent_eval.virtual_device import Fleet, start_fleet
 
 BASE = 5660
 AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")
@@ -100,7 +101,7 @@ def test_phone_process_dies_with_its_parent(tmp_path: Path) -> None:
     script = tmp_path / "parent.py"
     script.write_text(
         "import sys, time\n"
-        "from agent_eval.virtual_device import start_fleet\n"
+        "from agent_eval.virtual_device import Fleet, start_fleet\n"
         f"f = start_fleet(count=1, base_port={BASE + 8})\n"
         "print(f.process.pid, flush=True)\n"
         "time.sleep(120)\n"
@@ -120,6 +121,17 @@ def test_phone_process_dies_with_its_parent(tmp_path: Path) -> None:
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_phones_outlive_the_thread_that_started_them() -> None:
+    box: list[Fleet] = []
+    starter = threading.Thread(target=lambda: box.append(start_fleet(count=1, base_port=BASE + 20)))
+    starter.start()
+    starter.join()
+    with box[0] as fleet:
+        time.sleep(1.5)
+        assert fleet.alive()
+        assert sh(fleet.serials[0], "echo still here") == "still here\n"
 
 
 @pytest.mark.slow

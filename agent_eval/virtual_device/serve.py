@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -101,13 +101,6 @@ async def run_fleet(
         executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _die_with_parent() -> None:
-    # Linux: the kernel sends SIGTERM when the process that spawned us exits.
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 def serve(
     count: int,
     base_port: int,
@@ -126,15 +119,25 @@ def serve(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         if watch_stdin:
-            _die_with_parent()
+            parent = os.getppid()
 
             def wait_eof() -> None:
                 # A raw read: a buffered stdin would hold a lock that blocks interpreter shutdown.
                 with contextlib.suppress(OSError):
                     while os.read(sys.stdin.fileno(), 4096):
                         pass
-                loop.call_soon_threadsafe(stop.set)
+                with contextlib.suppress(RuntimeError):  # the loop may be gone already
+                    loop.call_soon_threadsafe(stop.set)
 
+            def watch_parent() -> None:
+                # Also covers a parent whose stdin pipe end lives on in a forked grandchild: once the parent
+                # exits, this process is re-parented.
+                while os.getppid() == parent:
+                    time.sleep(0.5)
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(stop.set)
+
+            threading.Thread(target=watch_parent, daemon=True, name="parent-watch").start()
             threading.Thread(target=wait_eof, daemon=True, name="stdin-eof").start()
 
         def ready(serials: list[str]) -> None:
