@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from _chaos import NOT_JSON, REPO, TASKS_DIR, OracleAgent, builds_file, episodes, oracle_tasks
+from scripted_endpoint import free_port
 
 from agent_eval.virtual_device import start_fleet
 
@@ -235,3 +236,42 @@ def test_a_grid_build_whose_endpoint_answers_garbage_is_named_and_stops_the_grid
     # Two cells used their attempts, then the grid stopped instead of burning through the rest.
     lines = episodes(run_dir)
     assert lines and all(e["outcome"] == "infra_error" for e in lines) and len(lines) == 4
+
+
+def test_a_grid_build_whose_endpoint_is_down_is_named_before_anything_runs(
+    earlier: Earlier, tmp_path: Path
+) -> None:
+    builds = tmp_path / "builds.yaml"
+    nobody = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there: connection refused
+    builds.write_text(
+        yaml.safe_dump(
+            {
+                "builds": [
+                    {
+                        "name": "silent",
+                        "reference": True,
+                        "scheme": "endpoint",
+                        "engine": "endpoint",
+                        "base_url": nobody,
+                        "model": "silent",
+                    }
+                ]
+            }
+        )
+    )
+    grid = tmp_path / "grid.yaml"
+    run_dir = tmp_path / "grid-run"
+    grid.write_text(
+        yaml.safe_dump(
+            {
+                "tasks": ["airplane_mode_on"],
+                "builds_file": str(builds),
+                "devices": [earlier.serial],
+                "run_dir": str(run_dir),
+            }
+        )
+    )
+    done = grid_module(str(grid))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "build 'silent'" in done.stderr and "does not answer" in done.stderr, done.stderr
+    assert not (run_dir / "episodes.jsonl").exists()
