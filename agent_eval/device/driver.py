@@ -250,9 +250,10 @@ class Device:
                 # Typing into a named field replaces what it holds, as the agent's "field := text" intends.
                 field = self._element(action.element, observation)
                 self._run(gestures.tap_command(*field.bounds.center), observation.ui_xml)
+                # Each later command gets its own "before" screen, so a cut-off one is resent only if needed.
                 if gestures.is_text_field(field.cls) and field.text and not field.password:
-                    self._run(gestures.clear_field_command(len(field.text)))
-                self._run(gestures.text_command(action.text))
+                    self._run(gestures.clear_field_command(len(field.text)), self.ui_dump())
+                self._run(gestures.text_command(action.text), self.ui_dump())
             else:
                 self._run(gestures.text_command(action.text), observation.ui_xml)
         elif kind is ActionType.KEY:
@@ -266,26 +267,32 @@ class Device:
         elif kind is ActionType.WAIT:
             time.sleep(min(max(action.seconds if action.seconds is not None else 1.0, 0.0), 10.0))
 
-    def _run(self, cmd: str, screen_before: str | None = None) -> None:
-        """Run an action's command. If the transport drops after the command left, it may or may not have
-        run: with `screen_before` (the dump the action was chosen on) it is resent only if the screen is
-        unchanged once the device is back, so no action is executed twice."""
+    def _run(self, cmd: str, screen_before: str | None = None, *, idempotent: bool = False) -> None:
+        """Run an action's command; a non-zero exit is a DeviceError (see `_send` for dropped transports)."""
+        result = self._send(cmd, screen_before, idempotent=idempotent)
+        if result is not None and not result.ok:
+            raise DeviceError(
+                f"adb device {self.serial}: `{cmd}` failed ({result.exit_code}): {result.output!r}"
+            )
+
+    def _send(self, cmd: str, screen_before: str | None, *, idempotent: bool = False) -> ShellResult | None:
+        """Send a command that changes the device. If the transport drops after it left, it may or may not
+        have run: with `screen_before` (a dump from just before) it is resent only if the screen is unchanged
+        once the device is back, so nothing runs twice. None: it ran, but its output was lost."""
+        if idempotent or screen_before is None:
+            return self.shell(cmd, idempotent=idempotent)
         try:
-            result = self.shell(cmd)
+            return self.shell(cmd)
         except DeviceError as lost:
-            if screen_before is None or isinstance(lost, DeviceNotFoundError) or _never_delivered(lost):
-                raise
+            if _never_delivered(lost):
+                raise  # shell() already waited for the device and resent it once
             try:
                 self.wait_until_online(self._reconnect_timeout_s)
             except DeviceError as gone:
                 raise type(gone)(f"{lost}; not back within {self._reconnect_timeout_s:g} s") from lost
             if self.ui_dump() != screen_before:
-                return
-            result = self.shell(cmd)
-        if not result.ok:
-            raise DeviceError(
-                f"adb device {self.serial}: `{cmd}` failed ({result.exit_code}): {result.output!r}"
-            )
+                return None
+            return self.shell(cmd)
 
     def _element(self, number: int, observation: Observation) -> Element:
         if not 0 <= number < len(observation.elements):
@@ -331,7 +338,8 @@ class Device:
             package = gestures.package_for_label(app, self.installed_packages())
         if package is None:
             raise InvalidActionError(f"no installed app is called {app!r}")
-        result = self.shell(gestures.launch_command(package), timeout_s=20)
+        # Launching brings the app's task to the front: doing it twice is the same as once.
+        result = self.shell(gestures.launch_command(package), timeout_s=20, idempotent=True)
         if not result.ok or "monkey aborted" in result.output or "No activities found" in result.output:
             raise InvalidActionError(f"cannot open {app!r}: {result.output.strip()[:200]}")
         self._foreground.add(package)
@@ -346,8 +354,8 @@ class Device:
         self._am_start(f"-a {shlex.quote(action)}", action)
 
     def _am_start(self, args: str, what: str) -> None:
-        result = self.shell(f"am start -W {args}", timeout_s=30)
-        if not result.ok or "Error" in result.output:
+        result = self._send(f"am start -W {args}", self.ui_dump())
+        if result is not None and (not result.ok or "Error" in result.output):
             raise InvalidActionError(f"cannot start {what} on {self.serial}: {result.output.strip()[:300]}")
 
     # -- lifecycle --------------------------------------------------------------------------------------
@@ -395,8 +403,8 @@ class Device:
             self.last_reset = f"snapshot {snapshot}"
         else:
             for package in sorted(self._foreground):
-                self.shell(f"am force-stop {package}")
-            self._run(gestures.key_command("home"))
+                self.shell(f"am force-stop {package}", idempotent=True)
+            self._run(gestures.key_command("home"), idempotent=True)
             self.last_reset = "no snapshot"
         self._foreground.clear()
 

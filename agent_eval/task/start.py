@@ -20,7 +20,8 @@ def start_episode(device: Device, instance: TaskInstance, *, snapshot: str | Non
     device.reset(snapshot)
     where = instance.task.where
     for number, command in enumerate(instance.setup):
-        result = device.shell(command, timeout_s=30)
+        # Setup commands establish a state, so sending one again after a dropped connection is harmless.
+        result = device.shell(command, timeout_s=30, idempotent=True)
         if not result.ok:
             raise TaskError(
                 f"{where}: setup[{number}] `{command}` failed with exit code {result.exit_code}: "
@@ -35,7 +36,7 @@ def start_episode(device: Device, instance: TaskInstance, *, snapshot: str | Non
         elif start.activity is not None:
             device.start_activity(start.activity)
         else:
-            result = device.shell(key_command("home"))
+            result = device.shell(key_command("home"), idempotent=True)
             if not result.ok:
                 raise TaskError(f"{where}: cannot go to the home screen: {result.output.strip()[:300]}")
     except InvalidActionError as e:
