@@ -118,7 +118,7 @@ def _config(spec: GridSpec, reference: str) -> dict[str, Any]:
     # Reference and margin sit at the top so `agent-eval report` reads them like any run's.
     return {
         "command": "grid",
-        "grid": spec.measured(),
+        "grid": {**spec.measured(), "reference": reference},  # as resolved: default and named alike
         "reference": reference,
         "margin": spec.margin,
         "seeds": spec.seeds,
