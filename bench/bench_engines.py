@@ -139,7 +139,7 @@ def main() -> None:
         )
         print(f"{name}: done", flush=True)
 
-    header = ("build", "engine", "start s", "decode tok/s", "prefill tok/s", "peak MB", "settled MB")
+    header = ("build", "engine", "start s", "decode tok/s", "prefill tok/s", "peak MB", "settled MB", "load")
     print("\n" + " | ".join(header))
     print(" | ".join("---" for _ in header))
     for row in rows:
@@ -147,7 +147,7 @@ def main() -> None:
             print(f"{row['build']} | skipped: {row['skipped'][:70]}")
             continue
         cells = [row[k] for k in ("build", "engine", "startup_s", "decode_tok_s", "prefill_tok_s")]
-        cells += [row["peak_rss_mb"], row["settled_rss_mb"]]
+        cells += [row["peak_rss_mb"], row["settled_rss_mb"], row["load_after"]]
         print(" | ".join(str(c) for c in cells))
     result = {
         "machine": state,
