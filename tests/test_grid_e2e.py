@@ -338,3 +338,21 @@ def test_a_build_whose_engine_does_not_answer_is_reported_and_the_others_still_r
     assert sorted((c.build, c.seed) for c in result.not_run) == [("gone", 0), ("gone", 1)]
     assert result.problems[0].startswith("build 'gone'") and "2 episode(s) not run" in result.problems[-1]
     assert result.scorecard is not None and [b.build for b in result.scorecard.builds] == ["good"]
+
+
+def test_a_finished_grid_continues_without_serving_its_builds_again(tmp_path: Path) -> None:
+    own = GoalAgent(model="own").start()
+    file = builds_file(tmp_path / "builds.yaml", {"good": own})
+    spec = GridSpec(tasks=["airplane_mode_on"], builds_file=str(file), seeds=2, run_dir=str(tmp_path / "run"))
+    quiet = Console(file=io.StringIO())
+    with start_fleet(count=1, base_port=5940) as fleet:
+        phone = [Device(fleet.serials[0])]
+        try:
+            first = run_grid(spec, console=quiet, bars=False, devices=phone, score=False)
+        finally:
+            own.stop()
+        # Its endpoint is gone now; nothing is left to play, so nothing needs it.
+        again = run_grid(spec, console=quiet, bars=False, devices=phone)
+    assert sum(first.outcomes.values()) == 2 and first.kept == 0
+    assert again.problems == [] and again.kept == 2 and sum(again.outcomes.values()) == 0
+    assert again.scorecard is not None and again.scorecard.builds[0].episodes == 2
