@@ -80,7 +80,7 @@ def test_an_unknown_device_is_a_clear_error() -> None:
 
 def test_without_a_device_it_starts_a_virtual_phone_itself() -> None:
     base = next(p for p in range(5790, 5800, 2) if port_free(p) and port_free(p + 1))
-    done = validate("tasks/airplane_mode_on.yaml", "--virtual", "--base-port", str(base))
+    done = validate("tasks/airplane_mode_on.yaml", "--virtual", "--phone-port", str(base))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "starting a virtual phone" in done.stderr
     assert f"emulator-{base}" in done.stdout

@@ -20,6 +20,7 @@ from agent_eval.device.driver import Device, online_serials
 from agent_eval.errors import AgentEvalError, TaskError
 from agent_eval.records import Outcome, StepRecord
 from agent_eval.runner.episode import run_episode
+from agent_eval.runner.run_cli import free_phone_port
 from agent_eval.task import Task, TaskInstance, goal_holds, load_tasks, start_episode
 from agent_eval.task.params import combinations
 
@@ -135,7 +136,7 @@ def validate_tasks(
 
 
 @contextlib.contextmanager
-def _device_for(serial: str | None, virtual: bool, base_port: int) -> Iterator[Device]:
+def _device_for(serial: str | None, virtual: bool, phone_port: int) -> Iterator[Device]:
     """The device to validate on: the one named, else a connected one, else a virtual phone started here."""
     if serial is not None:
         yield Device(serial)
@@ -147,8 +148,10 @@ def _device_for(serial: str | None, virtual: bool, base_port: int) -> Iterator[D
         return
     from agent_eval.virtual_device import start_fleet
 
-    click.echo(f"no device connected: starting a virtual phone on adb port {base_port + 1}", err=True)
-    with start_fleet(count=1, base_port=base_port) as fleet:
+    base = free_phone_port(phone_port)
+    reason = "as asked" if virtual else "no device connected"
+    click.echo(f"{reason}: starting a virtual phone on adb port {base + 1}", err=True)
+    with start_fleet(count=1, base_port=base) as fleet:
         yield Device(fleet.serials[0])
 
 
@@ -172,7 +175,10 @@ def _row(check: TaskCheck) -> str:
     "--virtual", is_flag=True, help="Always start a virtual phone, even when a device is connected."
 )
 @click.option(
-    "--base-port", default=5554, show_default=True, help="Console port of the virtual phone, if one starts."
+    "--phone-port",
+    default=5554,
+    show_default=True,
+    help="A virtual phone started here takes the first free console port from this one on.",
 )
 @click.option(
     "--seeds", type=click.IntRange(min=1), help="Check seeds 0..N-1 (default: every parameter combination)."
@@ -187,7 +193,7 @@ def validate_command(
     paths: tuple[Path, ...],
     serial: str | None,
     virtual: bool,
-    base_port: int,
+    phone_port: int,
     seeds: int | None,
     snapshot: str,
     keep: Path | None,
@@ -201,7 +207,7 @@ def validate_command(
     failed: list[TaskCheck] = []
     with contextlib.ExitStack() as stack:
         work_dir = keep if keep is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        device = stack.enter_context(_device_for(serial, virtual, base_port))
+        device = stack.enter_context(_device_for(serial, virtual, phone_port))
         click.echo(f"validating {len(tasks)} task(s) on {device.serial}")
         click.echo(f"{'':<5}{'task':<28}{'seed':>4}  {'':<7}{'outcome':<15}{'steps':>5}  {'time':>7}  params")
         for check in validate_tasks(tasks, device, seeds=seeds, snapshot=snap, work_dir=work_dir):
