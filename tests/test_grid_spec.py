@@ -10,6 +10,7 @@ import yaml
 from agent_eval.errors import ConfigError, TaskError
 from agent_eval.grid import GridSpec, is_grid_file, load_grid, spec_from
 from agent_eval.grid.plan import resolve_builds, resolve_tasks
+from agent_eval.grid.spec import resolve_path
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -24,6 +25,7 @@ def test_the_default_grid_file_loads_with_the_documented_defaults() -> None:
     assert spec.reference == "bf16" and spec.seeds == 5 and spec.margin == pytest.approx(0.10)
     assert spec.adaptive.enabled and spec.schedule == [5, 10, 20]
     assert spec.serving == "one-at-a-time"
+    assert resolve_path(spec.run_dir or "", spec.base).resolve() == REPO / "runs" / "default-grid"
     tasks = resolve_tasks(spec)
     assert len(tasks) == 6 and all((REPO / "tasks" / f"{t.id}.yaml").is_file() for t in tasks)
     builds = resolve_builds(spec)
@@ -36,7 +38,7 @@ def test_a_minimal_grid_gets_defaults_and_resolves_paths_against_its_folder(tmp_
     (tmp_path / "mine" / "wifi.yaml").write_text(task)
     grid = write(tmp_path / "g.yaml", {"tasks": ["mine", "airplane_mode_on"]})
     spec = load_grid(grid)
-    assert spec.seeds == 5 and spec.devices == 1 and spec.run_dir == str(Path("runs") / "g")
+    assert spec.seeds == 5 and spec.devices == 1 and spec.run_dir == str(Path.cwd() / "runs" / "g")
     assert spec.base == tmp_path.resolve()
     assert [t.id for t in resolve_tasks(spec)] == ["wifi_on", "airplane_mode_on"]
 
@@ -132,6 +134,10 @@ def test_overrides_and_task_paths_make_a_spec_like_flags_would(tmp_path: Path) -
     spec = spec_from([grid], seeds=6, adaptive=False, serving="side-by-side", devices=None)
     assert spec.seeds == 6 and not spec.adaptive.enabled and spec.serving == "side-by-side"
     assert spec.base == tmp_path.resolve()
+    # A path given on the command line is relative to the user's folder, not the grid file's.
+    moved = spec_from([grid], builds_file="builds/default.yaml", run_dir="out/here")
+    assert moved.builds_file == str(Path.cwd() / "builds" / "default.yaml")
+    assert moved.run_dir == str(Path.cwd() / "out" / "here")
     plain = spec_from([REPO / "tasks" / "wifi_on.yaml", REPO / "tasks" / "wifi_off.yaml"], devices=2)
     assert [t.id for t in resolve_tasks(plain)] == ["wifi_on", "wifi_off"] and plain.devices == 2
     with pytest.raises(ConfigError, match=r"the command line(.|\n)*seeds"):

@@ -31,7 +31,7 @@ from agent_eval.grid.plan import (
 )
 from agent_eval.grid.progress import GridProgress
 from agent_eval.grid.schedule import Engines, phones
-from agent_eval.grid.spec import GridSpec, load_grid, parse_grid
+from agent_eval.grid.spec import GridSpec, is_task_id, load_grid, parse_grid, resolve_path
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
 from agent_eval.runner.loop import Cell, RunSummary, run_cells
 from agent_eval.runner.store import RunStore, new_manifest
@@ -269,7 +269,12 @@ def run_grid(
     for name, reason in builds.skipped.items():
         console.print(f"[yellow]{name}: skipped, cannot run on this host: {reason}")
     manifests = _manifests(builds, lambda line: console.print(f"[dim]{line}"))
-    run_dir = run_dir or Path(spec.run_dir or Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-grid")
+    if run_dir is None:
+        run_dir = (
+            resolve_path(spec.run_dir, spec.base)
+            if spec.run_dir is not None
+            else Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-grid"
+        )
     result = GridResult(run_dir=run_dir, reference=builds.reference, skipped_builds=dict(builds.skipped))
 
     store = RunStore(run_dir)
@@ -351,6 +356,14 @@ def spec_from(paths: Sequence[Path], **overrides: Any) -> GridSpec:
     given = {k: v for k, v in overrides.items() if v is not None}
     if not given:
         return spec
+    # Paths on the command line are the user's, relative to where they are, not to the grid file.
+    for key in ("builds_file", "run_dir"):
+        if key in given:
+            given[key] = str(Path(given[key]).expanduser().resolve())
+    if "tasks" in given:
+        given["tasks"] = [
+            t if is_task_id(t) and not Path(t).exists() else str(Path(t).resolve()) for t in given["tasks"]
+        ]
     data = spec.model_dump(mode="json")
     if isinstance(given.get("adaptive"), bool):
         data["adaptive"]["enabled"] = given.pop("adaptive")

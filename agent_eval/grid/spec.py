@@ -76,7 +76,7 @@ class GridSpec(BaseModel):
     max_attempts: int = Field(3, ge=1, description="Attempts per episode when the device or engine fails.")
     phone_base_port: int = Field(5900, ge=1024, le=65000, description="First adb port of started phones.")
     engine_base_port: int = Field(8200, ge=1024, le=65000, description="First port tried for an engine.")
-    run_dir: str | None = Field(None, description="Default: runs/<grid file name>.")
+    run_dir: str | None = Field(None, description="Default: runs/<grid file name> in the current folder.")
     _base: Path = PrivateAttr(default_factory=Path.cwd)
 
     @property
@@ -175,8 +175,8 @@ def load_grid(path: Path | str) -> GridSpec:
     except yaml.YAMLError as e:
         raise ConfigError(f"{file}: not valid YAML: {e}") from None
     spec = parse_grid(data, str(file))
-    if spec.run_dir is None:
-        spec = spec.model_copy(update={"run_dir": str(Path("runs") / file.stem)})
+    if spec.run_dir is None:  # where the user is, not beside the grid file
+        spec = spec.model_copy(update={"run_dir": str(Path.cwd() / "runs" / file.stem)})
     return spec.with_base(file.resolve().parent)
 
 
