@@ -37,7 +37,9 @@ class Action(BaseModel):
 
     type: ActionType
     element: int | None = Field(default=None, description="Number of the element in the list the agent saw.")
-    x: int | None = Field(default=None, description="Screen x in pixels, for taps/presses without an element.")
+    x: int | None = Field(
+        default=None, description="Screen x in pixels, for taps/presses without an element."
+    )
     y: int | None = Field(default=None, description="Screen y in pixels.")
     direction: Direction | None = Field(default=None, description="For scroll and swipe.")
     text: str | None = Field(default=None, description="For type: the text to enter.")

@@ -20,14 +20,16 @@ def cli() -> None:
 
 
 def _register() -> None:
-    # Parts add their commands here, one line each.
-    from agent_eval.builds.commands import builds_group; cli.add_command(builds_group)  # noqa: E702, I001
-    from agent_eval.report.serve import view_command; cli.add_command(view_command)  # noqa: E702, I001
-    from agent_eval.runner.validate import validate_command; cli.add_command(validate_command)  # noqa: E702, I001
-    from agent_eval.runner.run_cli import run_command; cli.add_command(run_command)  # noqa: E702, I001
-    from agent_eval.report.cli import report_command; cli.add_command(report_command)  # noqa: E702, I001
-    from agent_eval.virtual_device.cli import device; cli.add_command(device)  # noqa: E702, I001
-    pass
+    # Each part owns its commands; importing them here keeps `agent_eval.cli` free of import cycles.
+    from agent_eval.builds.commands import builds_group
+    from agent_eval.report.cli import report_command
+    from agent_eval.report.serve import view_command
+    from agent_eval.runner.run_cli import run_command
+    from agent_eval.runner.validate import validate_command
+    from agent_eval.virtual_device.cli import device
+
+    for command in (run_command, validate_command, report_command, view_command, builds_group, device):
+        cli.add_command(command)
 
 
 _register()

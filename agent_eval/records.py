@@ -48,12 +48,20 @@ class StepRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     step: int = Field(description="1-based step number.")
-    screenshot: str | None = Field(None, description="Path of the step's screenshot, relative to the episode dir.")
-    ui_xml: str | None = Field(None, description="Path of the step's uiautomator dump, relative to the episode dir.")
+    screenshot: str | None = Field(
+        None, description="Path of the step's screenshot, relative to the episode dir."
+    )
+    ui_xml: str | None = Field(
+        None, description="Path of the step's uiautomator dump, relative to the episode dir."
+    )
     activity: str = Field("", description="Focused activity when observed.")
     elements: list[str] = Field(default_factory=list, description="The numbered element lines the agent saw.")
-    prompt: list[dict[str, Any]] = Field(default_factory=list, description="Chat messages sent (images elided).")
-    prompt_hash: str = Field("", description="sha256 of the prompt messages, for comparability across builds.")
+    prompt: list[dict[str, Any]] = Field(
+        default_factory=list, description="Chat messages sent (images elided)."
+    )
+    prompt_hash: str = Field(
+        "", description="sha256 of the prompt messages, for comparability across builds."
+    )
     raw_answer: str = Field("", description="The model's answer text as received.")
     action: Action | None = Field(None, description="The parsed action; None when the answer was invalid.")
     invalid_reason: str | None = Field(None, description="Why the answer could not be used, if it could not.")
@@ -98,7 +106,9 @@ class EpisodeRecord(BaseModel):
     verify: bool = Field(False, description="A verify task starts in its goal state on purpose.")
     outcome: Outcome
     reached: bool = Field(description="Navigation: the goal state held at some point.")
-    success: bool = Field(description="Completion recognised: said done while the goal held, and it held at end.")
+    success: bool = Field(
+        description="Completion recognised: said done while the goal held, and it held at end."
+    )
     said: Said | None = Field(None, description="The terminal action the agent chose, if any.")
     said_at_step: int | None = None
     goal_timeline: list[bool] = Field(
@@ -146,7 +156,9 @@ class EngineRecord(BaseModel):
     build: str
     engine: str
     command: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict, description="The engine-relevant environment variables.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="The engine-relevant environment variables."
+    )
     pinning: dict[str, Any] = Field(default_factory=dict)
     mode: str | None = None
     startup_s: float | None = None

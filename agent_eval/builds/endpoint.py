@@ -20,4 +20,6 @@ class Endpoint:
     top_p: float = 1.0
     max_tokens: int = 96
     timeout_s: float = 120.0
-    extra_body: tuple[tuple[str, object], ...] = ()  # engine-specific request fields (e.g. repeat_penalty=1.0)
+    extra_body: tuple[
+        tuple[str, object], ...
+    ] = ()  # engine-specific request fields (e.g. repeat_penalty=1.0)

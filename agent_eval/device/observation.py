@@ -32,7 +32,8 @@ class Bounds:
 class Element:
     """One node of the UI tree that an agent can act on or read.
 
-    `index` is the number shown to the agent (position in Observation.elements), not uiautomator's sibling index.
+    `index` is the number shown to the agent (its position in Observation.elements), not uiautomator's
+    sibling index.
     """
 
     index: int
