@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agent_eval.agent.policy import Policy
-from agent_eval.device.driver import Device, online_serials
+from agent_eval.device.driver import Device
 from agent_eval.errors import InfraError
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
 from agent_eval.runner.episode import run_episode
@@ -187,8 +187,10 @@ def run_cells(
     return summary
 
 
-def _still_online(device: Device) -> bool:
+def _still_online(device: Device, grace_s: float = 10.0) -> bool:
+    # A phone whose transport just dropped is usually reconnecting: give it a moment before retiring it.
     try:
-        return device.serial in online_serials()
+        device.wait_until_online(grace_s)
     except InfraError:
         return False
+    return True
