@@ -94,3 +94,4 @@ def test_a_killed_engine_is_restarted_and_the_interrupted_episode_retried(tmp_pa
     assert record.restarts == 1
     log = (run_dir / "engines" / "bf16.log").read_text()
     assert log.count("=== agent-eval: starting bf16") == 2
+    print(f"engine killed (pid {killed}); {len(interrupted)} infra-error attempt(s) before the restart")
