@@ -139,3 +139,38 @@ def test_injected_faults_never_change_an_outcome(agents: dict[str, OracleAgent],
         assert score.infra_error_attempts == 0
     assert faulty.infra_attempts == len(infra)
     print(f"faults injected: {dict(kinds)}; infra-error attempts retried: {len(infra)}")
+
+
+def test_a_phone_lost_mid_grid_is_named_and_its_cells_finish_on_the_other(
+    agents: dict[str, OracleAgent], tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    with start_fleet(count=2, base_port=6004) as fleet:
+        keep, lose = fleet.serials
+        spec = _grid(tmp_path, agents, fleet.serials, "run").model_copy(
+            update={"tasks": TASKS[:2], "seeds": 2}
+        )
+
+        def kill_phone() -> None:
+            deadline = time.monotonic() + 120
+            while len(episodes(run_dir)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            adb(lose, "emu", "kill")
+
+        killer = threading.Thread(target=kill_phone, daemon=True)
+        killer.start()
+        result = run_grid(spec, console=Console(file=io.StringIO(), width=200), bars=False, html=False)
+        killer.join(timeout=5)
+    # Every cell was scored once, on whichever phone was left; the lost one is named, not hidden.
+    left = [c.key for c in result.not_run]
+    assert left == [], f"{left} left unplayed although {keep} was free (its worker had already stopped)"
+    assert set(scored(run_dir)) == {(b, t, s) for b in agents for t in TASKS[:2] for s in range(2)}
+    assert result.retired_devices == [lose] and result.not_run == [] and result.failed == []
+    assert result.problems == [f"device(s) lost: {lose}"]
+    infra = [e for e in episodes(run_dir) if e["outcome"] == "infra_error"]
+    assert all(e["device"] == lose for e in infra)
+    assert {
+        e["device"]
+        for e in scored(run_dir).values()
+        if e["started_at"] > max((i["finished_at"] for i in infra), default="")
+    } <= {keep}
