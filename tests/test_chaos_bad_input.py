@@ -275,3 +275,33 @@ def test_a_grid_build_whose_endpoint_is_down_is_named_before_anything_runs(
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "build 'silent'" in done.stderr and "does not answer" in done.stderr, done.stderr
     assert not (run_dir / "episodes.jsonl").exists()
+
+
+def test_a_task_whose_setup_fails_mid_grid_is_named_and_earlier_episodes_kept(
+    earlier: Earlier, tmp_path: Path
+) -> None:
+    broken = tmp_path / "bad_setup.yaml"
+    broken.write_text(
+        Path(TASK)
+        .read_text()
+        .replace("id: airplane_mode_on", "id: bad_setup")
+        .replace("settings put global airplane_mode_on 0", "settings put bogus airplane_mode_on 0")
+    )
+    builds = builds_file(tmp_path / "builds.yaml", {"oracle": earlier.agent}, reference="oracle")
+    run_dir = tmp_path / "grid-run"
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        yaml.safe_dump(
+            {
+                "tasks": ["airplane_mode_on", str(broken)],
+                "builds_file": str(builds),
+                "seeds": 1,
+                "devices": [earlier.serial],
+                "run_dir": str(run_dir),
+            }
+        )
+    )
+    done = grid_module(str(grid))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{broken}: setup[0] `settings put bogus airplane_mode_on 0` failed" in done.stderr, done.stderr
+    assert [(e["task_id"], e["outcome"]) for e in episodes(run_dir)] == [("airplane_mode_on", "success")]
