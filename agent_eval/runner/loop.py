@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -150,14 +151,33 @@ def run_cells(
                         stop.set()
         return True
 
-    def worker(device: Device) -> None:
-        try:
-            while not stop.is_set():
+    busy = 0  # workers playing a cell: a lost device requeues its cell, so an empty queue is not yet the end
+
+    def next_cell() -> Cell | None:
+        nonlocal busy
+        while not stop.is_set():
+            with lock:
                 try:
                     cell = todo.get_nowait()
                 except queue.Empty:
-                    return
-                if not play(device, cell):
+                    if busy == 0:
+                        return None
+                else:
+                    busy += 1
+                    return cell
+            time.sleep(0.05)
+        return None
+
+    def worker(device: Device) -> None:
+        nonlocal busy
+        try:
+            while (cell := next_cell()) is not None:
+                try:
+                    still_here = play(device, cell)
+                finally:
+                    with lock:
+                        busy -= 1
+                if not still_here:
                     return
         except BaseException as e:  # a broken task or a bug: stop every worker, re-raise in the caller
             with lock:
