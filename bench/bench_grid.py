@@ -2,7 +2,8 @@
 
 Serves the bf16 build once (vLLM CPU), runs the same small grid with 1 phone and with 4, and measures in the
 same session what the engine alone gains from 4 concurrent chat requests over 1 (the grid's recorded prompts).
-Target: grid speedup ≥ 85 % of the engine's gain. Refuses to run while another vLLM server is up (--force).
+Target: grid speedup ≥ 85 % of the engine's gain (medians over alternating repeats). Refuses to run while
+another vLLM server is up (--force).
 
     .venv/bin/python bench/bench_grid.py [--tasks wifi_on,airplane_mode_on] [--seeds 2] [--max-steps 5]
 """
@@ -141,13 +142,21 @@ def engine_gain(client: ChatClient, prompts: list[list[dict[str, Any]]], rounds:
     }
 
 
+def engine_line(k: int, g: dict[str, float]) -> str:
+    return (
+        f"  engine alone: 1 at a time {g['req_s_1']:.3f} req/s, {g['tok_s_1']:.1f} tok/s; "
+        f"{k} at once {g['req_s_k']:.3f} req/s, {g['tok_s_k']:.1f} tok/s → gain {g['gain']:.2f}×"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", default="wifi_on,airplane_mode_on,bluetooth_on,location_off")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--max-steps", type=int, default=5)
     ap.add_argument("--devices", type=int, default=4)
-    ap.add_argument("--rounds", type=int, default=5, help="engine-only measurement rounds")
+    ap.add_argument("--rounds", type=int, default=3, help="engine-only rounds per measurement")
+    ap.add_argument("--repeats", type=int, default=2, help="K=1 / K=4 pairs of grid runs")
     ap.add_argument("--phone-port", type=int, default=5950)
     ap.add_argument("--engine-port", type=int, default=8250)
     ap.add_argument("--force", action="store_true", help="run even if another vLLM server is up")
@@ -187,23 +196,26 @@ def main() -> int:
                 ChatClient(served.endpoint) as client,
             ):
                 devices = [Device(s) for s in fleet.serials]
-                single = grid_rate(spec, tmp / "k1", devices[:1])
-                print(describe(1, single))
-                prompts = prompts_of(tmp / "k1", k)
-                before = engine_gain(client, prompts, args.rounds)
-                multi = grid_rate(spec, tmp / f"k{k}", devices)
-                print(describe(k, multi))
-                after = engine_gain(client, prompts, args.rounds)
-    gain = statistics.mean([before["gain"], after["gain"]])
-    speedup = multi["steps_per_s"] / single["steps_per_s"]
-    wall_speedup = single["wall_s"] / multi["wall_s"]
-    for name, g in (("before", before), ("after", after)):
-        print(
-            f"engine alone ({name} K={k}): 1 at a time {g['req_s_1']:.3f} req/s, {g['tok_s_1']:.1f} tok/s; "
-            f"{k} at once {g['req_s_k']:.3f} req/s, {g['tok_s_k']:.1f} tok/s → gain {g['gain']:.2f}×"
-        )
-    print(f"grid speedup K={k} vs K=1: {speedup:.2f}× in steps/s ({wall_speedup:.2f}× in wall time)")
-    print(f"engine batching gain, {k} concurrent requests vs 1: {gain:.2f}×")
+                # K=1, engine, K=4, engine, again: alternating so the other load on the machine falls on both.
+                singles, multis, gains = [], [], []
+                for r in range(args.repeats):
+                    singles.append(grid_rate(spec, tmp / f"k1-{r}", devices[:1]))
+                    print(describe(1, singles[-1]))
+                    prompts = prompts_of(tmp / "k1-0", k)
+                    gains.append(engine_gain(client, prompts, args.rounds))
+                    print(engine_line(k, gains[-1]))
+                    multis.append(grid_rate(spec, tmp / f"k{k}-{r}", devices))
+                    print(describe(k, multis[-1]))
+                    gains.append(engine_gain(client, prompts, args.rounds))
+                    print(engine_line(k, gains[-1]))
+    gain = statistics.median(g["gain"] for g in gains)
+    speedups = [m["steps_per_s"] / s["steps_per_s"] for s, m in zip(singles, multis, strict=True)]
+    speedup = statistics.median(speedups)
+    print(
+        f"grid speedup K={k} vs K=1 (steps/s): {speedup:.2f}× "
+        f"(each repeat: {', '.join(f'{x:.2f}×' for x in speedups)})"
+    )
+    print(f"engine batching gain, {k} concurrent requests vs 1: {gain:.2f}× (median of {len(gains)})")
     print(
         "the grid overlaps phone time with model time, so its speedup can exceed the engine's own gain "
         "when the phones take a large share of a step"
@@ -213,7 +225,7 @@ def main() -> int:
     print(f"grid speedup / engine gain = {share * 100:.0f} % ({verdict} the {TARGET * 100:.0f} % target)")
     print(f"machine load average while it ran: {os.getloadavg()[0]:.1f} (2 cores)")
     if args.out:
-        numbers = {"k1": single, f"k{k}": multi, "engine_before": before, "engine_after": after}
+        numbers = {"k1": singles, f"k{k}": multis, "engine": gains}
         numbers |= {"speedup": speedup, "engine_gain": gain, "share": share}
         args.out.write_text(json.dumps(numbers, indent=2))
     return 0
