@@ -1,6 +1,6 @@
 """A grid on two virtual phones with faults injected scores exactly like the same grid without them.
 
-Flaky UI dumps, slow screencaps and a dropping transport are the harness's problem, never the agent's:
+Flaky UI dumps, slow screencaps, a dropping transport and a restless screen are the harness's problem:
 the scripted agents are deterministic, so every episode's outcome must match its fault-free twin.
 """
 
@@ -90,6 +90,8 @@ def test_injected_faults_never_change_an_outcome(agents: dict[str, OracleAgent],
             )
         # Only the first phone loses its transport, every 40 commands from now on (so several times a run).
         _set_faults(serials[0], drop_transport_after="40")
+        # The other phone's screen never stops moving (an animated progress bar): dumps never settle.
+        _set_faults(serials[1], restless_screen="true")
         burst = threading.Thread(target=_dump_outage, args=(serials[1], tmp_path / "faulty"), daemon=True)
         burst.start()
         faulty = run_grid(_grid(tmp_path, agents, serials, "faulty"), console=console, bars=False, html=False)
@@ -101,6 +103,7 @@ def test_injected_faults_never_change_an_outcome(agents: dict[str, OracleAgent],
     faults = read_faults(fault_log)
     kinds = Counter((f.serial, f.kind) for f in faults)
     assert kinds[(serials[0], "drop_transport")] >= 1 and kinds[(serials[1], "drop_transport")] == 0
+    assert kinds[(serials[1], "restless_screen")] >= 1 and kinds[(serials[0], "restless_screen")] == 0
     assert all(kinds[(s, "dump_fail")] >= 1 and kinds[(s, "latency")] >= 1 for s in serials), kinds
     assert all("screencap" in f.command for f in faults if f.kind == "latency")
 
