@@ -303,3 +303,26 @@ def test_memory_sampler_sees_a_growing_tree() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")
+
+
+def test_builds_list_says_what_runs_here() -> None:
+    done = subprocess.run(
+        [AGENT_EVAL, "builds", "list"], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()}
+    assert "(reference)" in lines["bf16"]
+    assert "runs here" in lines["bf16"] or "cannot run here" in lines["bf16"]
+    if "amx_int8" not in host.cpu_flags():
+        assert "cannot run here: needs CPU flags" in lines["w4a8"] and "AMX" in lines["w4a8"]
+
+
+def test_a_bad_build_file_is_a_message_not_a_traceback(tmp_path: Path) -> None:
+    file = _write(tmp_path, {"builds": [_vllm("a")]})
+    done = subprocess.run(
+        [AGENT_EVAL, "builds", "prepare", str(file)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert "exactly one build must say 'reference: true'" in done.stderr and "Traceback" not in done.stderr
