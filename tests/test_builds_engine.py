@@ -66,7 +66,7 @@ def test_structured_output_parses(served: ServedBuild, client: ChatClient) -> No
         assert result.prompt_tokens > 20 and result.completion_tokens > 0
 
 
-def test_greedy_answers_repeat(client: ChatClient) -> None:
+def test_seeded_answers_repeat(client: ChatClient) -> None:
     first = client.chat(PROMPT, json_schema=ACTION_SCHEMA, seed=0)
     again = client.chat(PROMPT, json_schema=ACTION_SCHEMA, seed=0)
     assert first.text == again.text
