@@ -150,3 +150,15 @@ def during(faults: list[Fault], record: dict[str, Any]) -> Iterator[Fault]:
     for fault in faults:
         if fault.serial == record["device"] and start <= fault.time <= end:
             yield fault
+
+
+def outcomes_table(scorecard_md: str) -> dict[str, dict[str, str]]:
+    """The scorecard.md 'Outcomes' table: build → column → cell text (the build without '(reference)')."""
+    section = scorecard_md.split("## Outcomes", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|") and not line.startswith("|---")]
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    table = {}
+    for row in rows[1:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        table[cells[0].removesuffix(" (reference)")] = dict(zip(header, cells, strict=True))
+    return table

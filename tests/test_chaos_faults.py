@@ -14,7 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _chaos import OracleAgent, builds_file, during, episodes, oracle_tasks, read_faults, scored
+from _chaos import (
+    OracleAgent,
+    builds_file,
+    during,
+    episodes,
+    oracle_tasks,
+    outcomes_table,
+    read_faults,
+    scored,
+)
 from _phones import adb
 from rich.console import Console
 
@@ -141,6 +150,10 @@ def test_injected_faults_never_change_an_outcome(agents: dict[str, OracleAgent],
         assert (mine.success.count, mine.navigation.count) == (score.success.count, score.navigation.count)
         assert score.infra_error_attempts == 0
     assert faulty.infra_attempts == len(infra)
+    written = outcomes_table((tmp_path / "faulty" / "scorecard.md").read_text())
+    for build in agents:
+        assert written[build]["infra attempts"] == str(sum(1 for e in infra if e["build"] == build))
+        assert written[build]["unscored (infra)"] == "0"
     print(f"faults injected: {dict(kinds)}; infra-error attempts retried: {len(infra)}")
 
 
