@@ -2,7 +2,7 @@
 
 Moments: during an action (a tap the phone is slowed down on), at a random time, and while the report is
 being written. A kill mid-append cannot be aimed at (one write call per line, and no hook), so the torn line
-such a crash leaves is written by hand: half a record at the end of episodes.jsonl.
+such a crash leaves is written by hand: half a record at the end of episodes.jsonl. Also: Ctrl-C.
 """
 
 from __future__ import annotations
@@ -180,3 +180,46 @@ def test_killed_at_three_moments_the_run_completes_with_every_episode_once(
     assert sum(b["episodes"] for b in card["builds"]) == PLANNED
     assert (run_dir / "report.html").read_text().rstrip().endswith("</html>")
     assert json.loads((run_dir / "run.json").read_text())["sessions"] == 4
+
+
+def test_ctrl_c_stops_the_grid_quickly_and_the_rerun_finishes(
+    agents: dict[str, OracleAgent], tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    with start_fleet(count=2, base_port=6024) as fleet:
+        grid = tmp_path / "grid.yaml"
+        grid.write_text(
+            yaml.safe_dump(
+                {
+                    "tasks": TASKS,
+                    "builds_file": str(builds_file(tmp_path / "builds.yaml", agents, reference="steady")),
+                    "builds": ["steady"],
+                    "seeds": SEEDS,
+                    "adaptive": {"enabled": False},
+                    "devices": fleet.serials,
+                    "run_dir": str(run_dir),
+                }
+            )
+        )
+        proc = _start(grid)
+        deadline = time.monotonic() + 120
+        while len(episodes(run_dir)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        before = _whole_lines(run_dir / "episodes.jsonl")
+        interrupted_at = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and "interrupted" in err.decode(), err.decode()[-2000:]
+        assert time.monotonic() - interrupted_at < 15
+        assert (run_dir / "episodes.jsonl").read_bytes().startswith(before)
+        done = subprocess.run(
+            [*GRID, str(grid), "--no-bars"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (run_dir / "episodes.jsonl").read_bytes().startswith(before)
+    assert len(scored(run_dir)) == len(TASKS) * SEEDS
