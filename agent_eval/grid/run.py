@@ -33,6 +33,7 @@ from agent_eval.grid.progress import GridProgress
 from agent_eval.grid.schedule import Engines, phones
 from agent_eval.grid.spec import GridSpec, is_task_id, load_grid, parse_grid, resolve_path
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
+from agent_eval.report.thumbnails import episode_thumbnails
 from agent_eval.runner.loop import Cell, RunSummary, run_cells
 from agent_eval.runner.store import RunStore, new_manifest
 from agent_eval.scoring.scorecard import Scorecard
@@ -232,6 +233,12 @@ class _Grid:
             self.progress.say(f"[red]{escape(str(e))}")
             return False
 
+    def _finished(self, cell: Cell, record: EpisodeRecord) -> None:
+        self.progress.episode(cell, record)
+        if record.outcome is not Outcome.INFRA_ERROR and record.episode_dir:
+            # Thumbnails now (ms per step, beside seconds of model time) keep writing the report fast.
+            episode_thumbnails(self.store.run_dir, self.store.run_dir / record.episode_dir)
+
     def _run_cells(self, cells: Sequence[Cell], agents: Any) -> RunSummary:
         summary = run_cells(
             cells,
@@ -239,7 +246,7 @@ class _Grid:
             agents,
             self.store,
             max_attempts=self.spec.max_attempts,
-            on_episode=self.progress.episode,
+            on_episode=self._finished,
         )
         self.result.add(summary)
         self.devices = [d for d in self.devices if d.serial not in summary.retired_devices]

@@ -1,0 +1,65 @@
+"""The README's main job, end to end: `agent-eval run tasks/wifi_on.yaml --seeds 2` with no build options.
+
+It prepares what is missing, serves every default vLLM build this host can run on the real engine, plays the
+same (task, seed) pairs on a virtual phone it starts itself, and leaves a scored run directory behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _engines import prepared_default_builds, servable_vllm_builds
+
+from agent_eval.records import EngineRecord, EpisodeRecord, Outcome
+
+REPO = Path(__file__).resolve().parent.parent
+AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+
+
+def test_run_with_no_build_options_serves_every_default_vllm_build(tmp_path: Path) -> None:
+    _, hashes = prepared_default_builds()
+    builds = servable_vllm_builds()
+    assert "bf16" in builds and "w8a8" in builds  # both run on any x86-64 host
+    run_dir = tmp_path / "run"
+    args = [AGENT_EVAL, "run", "tasks/wifi_on.yaml", "--seeds", "2", "--run-dir", str(run_dir)]
+    # Phase 1 only: a top-up would multiply the episodes of a weak model without testing anything more.
+    args += ["--no-adaptive", "--devices", "1", "--no-bars"]
+    env = {**os.environ, "COLUMNS": "200", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        args, cwd=REPO, capture_output=True, text=True, timeout=2400, env=env, check=False
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+    lines = (run_dir / "episodes.jsonl").read_text().splitlines()
+    episodes = [EpisodeRecord.model_validate_json(line) for line in lines]
+    scored = [e for e in episodes if e.outcome is not Outcome.INFRA_ERROR]
+    assert sorted((e.build, e.seed) for e in scored) == sorted((b, s) for b in builds for s in (0, 1))
+    for episode in scored:
+        manifest = episode.build_manifest
+        assert manifest is not None and manifest.name == episode.build
+        assert manifest.weights_hash == hashes[episode.build]
+        assert manifest.engine == "vllm-cpu" and manifest.mode == "eager"
+        assert manifest.engine_args["max_model_len"] == 2048
+        assert episode.task_id == "wifi_on" and episode.steps >= 1
+        assert len(episode.goal_timeline) >= 1
+    # Paired: every build played the same seeds, and the same seed set the same start state.
+    assert {e.seed for e in scored if e.build == "bf16"} == {e.seed for e in scored if e.build == "w8a8"}
+
+    for build in builds:
+        engine = EngineRecord.model_validate_json((run_dir / "engines" / f"{build}.json").read_text())
+        assert engine.peak_rss_mb is not None and engine.settled_rss_mb is not None
+        assert engine.peak_rss_mb >= engine.settled_rss_mb > 300
+        assert engine.decode_tok_s is not None and engine.decode_tok_s > 0
+        assert engine.startup_s is not None and engine.requests > 0
+
+    card = json.loads((run_dir / "scorecard.json").read_text())
+    assert card["reference"] == "bf16"
+    assert (run_dir / "report.html").is_file()
+    assert "w8a8" in result.stdout  # the scorecard was printed
