@@ -7,6 +7,8 @@ the scripted agents are deterministic, so every episode's outcome must match its
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -14,7 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from _chaos import (
+    REPO,
     OracleAgent,
     builds_file,
     during,
@@ -190,3 +194,36 @@ def test_a_phone_lost_mid_grid_is_named_and_its_cells_finish_on_the_other(
         for e in scored(run_dir).values()
         if e["started_at"] > max((i["finished_at"] for i in infra), default="")
     } <= {keep}
+
+
+def test_when_every_phone_dies_the_grid_stops_saying_so_and_a_rerun_finishes(
+    agents: dict[str, OracleAgent], tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    grid = tmp_path / "grid.yaml"
+    command = [sys.executable, "-m", "agent_eval.grid", str(grid), "--no-bars"]
+    with start_fleet(count=1, base_port=6008) as fleet:
+        spec = _grid(tmp_path, agents, fleet.serials, "run")
+        grid.write_text(
+            yaml.safe_dump({**spec.model_dump(mode="json"), "tasks": TASKS[:2], "builds": ["steady"]})
+        )
+        harness = subprocess.Popen(
+            command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 120
+        while len(episodes(run_dir)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        before = (run_dir / "episodes.jsonl").read_bytes()
+        fleet.process.kill()  # the phone process crashes: the whole "emulator" is gone
+        out, err = harness.communicate(timeout=300)
+    assert harness.returncode == 2, err
+    lost = f"device(s) lost: {fleet.serials[0]}"
+    assert lost in err and "episode(s) not run" in err and "run the same grid again" in err, err
+    assert "every device was lost" in out and (run_dir / "scorecard.json").is_file()
+    assert (run_dir / "episodes.jsonl").read_bytes().startswith(before)
+    # A new phone on the same port, the same command: the rest is played, nothing twice.
+    with start_fleet(count=1, base_port=6008):
+        again = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    assert again.returncode == 0, again.stderr
+    assert (run_dir / "episodes.jsonl").read_bytes().startswith(before)
+    assert set(scored(run_dir)) == {("steady", t, s) for t in TASKS[:2] for s in range(SEEDS)}
