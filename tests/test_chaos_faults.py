@@ -7,6 +7,8 @@ the scripted agents are deterministic, so every episode's outcome must match its
 from __future__ import annotations
 
 import io
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -227,3 +229,34 @@ def test_when_every_phone_dies_the_grid_stops_saying_so_and_a_rerun_finishes(
     assert again.returncode == 0, again.stderr
     assert (run_dir / "episodes.jsonl").read_bytes().startswith(before)
     assert set(scored(run_dir)) == {("steady", t, s) for t in TASKS[:2] for s in range(SEEDS)}
+
+
+def test_a_frozen_phone_is_given_up_on_not_waited_for_forever(
+    agents: dict[str, OracleAgent], tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    grid = tmp_path / "grid.yaml"
+    with start_fleet(count=1, base_port=6012) as fleet:
+        spec = _grid(tmp_path, agents, fleet.serials, "run")
+        grid.write_text(
+            yaml.safe_dump({**spec.model_dump(mode="json"), "tasks": TASKS[:1], "builds": ["steady"]})
+        )
+        harness = subprocess.Popen(
+            [sys.executable, "-m", "agent_eval.grid", str(grid), "--no-bars"],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        while not episodes(run_dir) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(fleet.process.pid, signal.SIGSTOP)  # the phone hangs: it accepts nothing, answers nothing
+        try:
+            _, err = harness.communicate(timeout=400)
+        finally:
+            os.kill(fleet.process.pid, signal.SIGCONT)
+    # Every adb call has a timeout (the longest, a snapshot load, 120 s): the grid stops and says why.
+    assert harness.returncode == 2 and f"device(s) lost: {fleet.serials[0]}" in err, err
+    stuck = [e for e in episodes(run_dir) if e["outcome"] == "infra_error"]
+    assert stuck and all(e["error"] and e["device"] == fleet.serials[0] for e in stuck), stuck
