@@ -44,6 +44,7 @@ def _endpoint(build: Build, base_url: str, **engine_specific: Any) -> Endpoint:
         temperature=build.sampling.temperature,
         top_p=build.sampling.top_p,
         max_tokens=build.sampling.max_tokens,
+        timeout_s=build.request_timeout_s,
         **engine_specific,
     )
 

@@ -140,6 +140,11 @@ class Build(BaseModel):
     pinning: Pinning = Field(default_factory=Pinning)
     sampling: Sampling = Field(default_factory=Sampling)
     accepts_images: bool = False
+    request_timeout_s: float = Field(
+        120.0,
+        gt=0,
+        description="Seconds one answer may take before the request is retried (then an infra error).",
+    )
     optional: bool = Field(
         False, description="Skipped with a message, not an error, when it cannot run here."
     )
