@@ -305,3 +305,37 @@ def test_a_task_whose_setup_fails_mid_grid_is_named_and_earlier_episodes_kept(
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"{broken}: setup[0] `settings put bogus airplane_mode_on 0` failed" in done.stderr, done.stderr
     assert [(e["task_id"], e["outcome"]) for e in episodes(run_dir)] == [("airplane_mode_on", "success")]
+
+
+def test_a_grid_build_whose_endpoint_hangs_times_out_as_its_builds_file_says(
+    earlier: Earlier, tmp_path: Path
+) -> None:
+    hung = OracleAgent(oracle_tasks(["airplane_mode_on"]), model="hung")
+    hung.delay_s = 30.0  # every chat answer takes 30 s
+    builds = builds_file(tmp_path / "builds.yaml", {"hung": hung}, reference="hung")
+    builds.write_text(
+        builds.read_text().replace("scheme: endpoint", "scheme: endpoint\n  request_timeout_s: 1")
+    )
+    grid = tmp_path / "grid.yaml"
+    run_dir = tmp_path / "grid-run"
+    grid.write_text(
+        yaml.safe_dump(
+            {
+                "tasks": ["airplane_mode_on"],
+                "builds_file": str(builds),
+                "seeds": 2,
+                "devices": [earlier.serial],
+                "max_attempts": 1,
+                "run_dir": str(run_dir),
+            }
+        )
+    )
+    started = time.monotonic()
+    with hung:
+        done = grid_module(str(grid))
+    assert time.monotonic() - started < 90  # not 2 cells × 3 tries × the default 120 s
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "(last: hung airplane_mode_on seed" in done.stderr and "no answer within 1 s" in done.stderr, (
+        done.stderr
+    )
+    assert [e["outcome"] for e in episodes(run_dir)] == ["infra_error", "infra_error"]
