@@ -9,34 +9,19 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from agent_eval.records import EpisodeRecord, Outcome
+from agent_eval.runner.lines import episode_line as run_episode_line
 from agent_eval.runner.loop import Cell
-
-OUTCOME_STYLE = {
-    Outcome.SUCCESS: "bold green",
-    Outcome.UNDONE: "yellow",
-    Outcome.NO_STOP: "cyan",
-    Outcome.PREMATURE_DONE: "magenta",
-    Outcome.NAV_FAIL: "red",
-    Outcome.INFRA_ERROR: "bold red",
-}
 
 
 def episode_line(cell: Cell, record: EpisodeRecord, phase: int) -> str:
-    """One finished episode (or failed attempt) as a line of console markup."""
-    style = OUTCOME_STYLE[record.outcome]
-    head = f"[{style}]{record.outcome.value:<15}[/] {cell.build} {cell.task.id} seed {cell.seed}"
+    """One finished episode (or failed attempt), with the grid phase and the phone it ran on."""
+    line = run_episode_line(cell, record)
     if record.outcome is Outcome.INFRA_ERROR:
-        return f"{head}  attempt {record.attempt}: [red]{escape(record.error or '')}"
-    seconds = (record.finished_at - record.started_at).total_seconds()
-    said = f", said {record.said} at step {record.said_at_step}" if record.said else ""
-    invalid = f", {record.invalid_actions} invalid" if record.invalid_actions else ""
-    return (
-        f"{head}  {record.steps} steps{said}{invalid}  {seconds:.1f} s  [dim]phase {phase} on {record.device}"
-    )
+        return line
+    return f"{line}  [dim]phase {phase} on {record.device}"
 
 
 class GridProgress:

@@ -22,19 +22,11 @@ from agent_eval.builds.endpoint import Endpoint
 from agent_eval.device.driver import Device, online_serials
 from agent_eval.errors import ConfigError, InfraError
 from agent_eval.grid import is_grid_file, run_from_path
-from agent_eval.records import BuildManifest, EngineRecord, EpisodeRecord, Outcome
+from agent_eval.records import BuildManifest, EngineRecord, Outcome
+from agent_eval.runner.lines import OUTCOME_STYLE, episode_line
 from agent_eval.runner.loop import BuildAgent, Cell, RunSummary, run_cells
 from agent_eval.runner.store import RunStore, new_manifest
 from agent_eval.task import Task, load_tasks
-
-OUTCOME_STYLE = {
-    Outcome.SUCCESS: "bold green",
-    Outcome.UNDONE: "yellow",
-    Outcome.NO_STOP: "cyan",
-    Outcome.PREMATURE_DONE: "magenta",
-    Outcome.NAV_FAIL: "red",
-    Outcome.INFRA_ERROR: "bold red",
-}
 
 
 def free_phone_port(start: int) -> int:
@@ -77,17 +69,6 @@ def devices_for_run(
         yield [Device(fleet.serials[0])]
 
 
-def episode_line(cell: Cell, record: EpisodeRecord, max_attempts: int) -> str:
-    style = OUTCOME_STYLE[record.outcome]
-    head = f"[{style}]{record.outcome.value:<15}[/] {cell.build} {cell.task.id} seed {cell.seed}"
-    if record.outcome is Outcome.INFRA_ERROR:
-        return f"{head}  attempt {record.attempt}: [red]{_escape(record.error or '')}"
-    seconds = (record.finished_at - record.started_at).total_seconds()
-    said = f", said {record.said} at step {record.said_at_step}" if record.said else ""
-    invalid = f", {record.invalid_actions} invalid" if record.invalid_actions else ""
-    return f"{head}  {record.steps} steps{said}{invalid}  {seconds:.1f} s"
-
-
 def summary_table(summary: RunSummary) -> Table:
     table = Table(title="outcomes this session", show_edge=False)
     table.add_column("outcome")
@@ -114,10 +95,6 @@ def engine_record(build: str, usage: Usage) -> EngineRecord:
         prefill_tok_s=usage.prefill_tok_s,
         requests=usage.requests,
     )
-
-
-def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
 
 
 def _with_max_steps(tasks: Sequence[Task], max_steps: int | None) -> list[Task]:
@@ -153,7 +130,7 @@ def play_build(
             {manifest.name: agent},
             store,
             max_attempts=max_attempts,
-            on_episode=lambda cell, record: console.print(episode_line(cell, record, max_attempts)),
+            on_episode=lambda cell, record: console.print(episode_line(cell, record)),
         )
         return summary, client.usage()
 
