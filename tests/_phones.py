@@ -9,10 +9,15 @@ import io
 import re
 import subprocess
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import adbutils
+import pytest
 from PIL import Image
+
+from agent_eval.virtual_device import Fleet, start_fleet
 
 ADB = adbutils.adb_path()
 
@@ -108,3 +113,20 @@ def row_of(nodes: list[Node], title: str) -> Node:
 def tap(serial: str, node: Node) -> None:
     x, y = node.center
     assert adb(serial, "shell", "input", "tap", str(x), str(y)).returncode == 0
+
+
+def one_phone(base_port: int) -> tuple[Any, Any]:
+    """`fleet` (module-scoped) and `serial` (reset before each test) fixtures for one phone on `base_port`."""
+    serial_name = f"emulator-{base_port}"
+
+    @pytest.fixture(scope="module")
+    def fleet() -> Iterator[Fleet]:
+        with start_fleet(count=1, base_port=base_port) as f:
+            yield f
+
+    @pytest.fixture
+    def serial(fleet: Fleet) -> str:
+        reset(serial_name)
+        return serial_name
+
+    return fleet, serial

@@ -4,28 +4,14 @@ to settings keys both ways, scrolling, dialogs, the text field and keyboard, and
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
-import pytest
-from _phones import Node, adb, device, dump, find, reset, row_of, screenshot, sh, tap
+from _phones import Node, adb, device, dump, find, one_phone, row_of, screenshot, sh, tap
 from PIL import Image, ImageChops
-
-from agent_eval.virtual_device import Fleet, start_fleet
 
 BASE = 5610
 SERIAL = f"emulator-{BASE}"
 
-
-@pytest.fixture(scope="module")
-def fleet() -> Iterator[Fleet]:
-    with start_fleet(count=1, base_port=BASE) as f:
-        yield f
-
-
-@pytest.fixture
-def serial(fleet: Fleet) -> str:
-    reset(SERIAL)
-    return SERIAL
+fleet, serial = one_phone(BASE)
 
 
 def colours(img: Image.Image, box: tuple[int, int, int, int]) -> int:

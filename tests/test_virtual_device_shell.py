@@ -3,27 +3,13 @@ settings, am/monkey/pm, dumpsys, wm, getprop, and the answers Android gives to b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from _phones import adb, device, reset, sh
-
-from agent_eval.virtual_device import Fleet, start_fleet
+from _phones import adb, device, one_phone, sh
 
 BASE = 5620
 SERIAL = f"emulator-{BASE}"
 
-
-@pytest.fixture(scope="module")
-def fleet() -> Iterator[Fleet]:
-    with start_fleet(count=1, base_port=BASE) as f:
-        yield f
-
-
-@pytest.fixture
-def serial(fleet: Fleet) -> str:
-    reset(SERIAL)
-    return SERIAL
+fleet, serial = one_phone(BASE)
 
 
 @pytest.mark.parametrize(

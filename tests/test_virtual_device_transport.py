@@ -7,28 +7,15 @@ import concurrent.futures
 import socket
 import struct
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _phones import adb, device, reset, sh
-
-from agent_eval.virtual_device import Fleet, start_fleet
+from _phones import adb, device, one_phone, sh
 
 BASE = 5600
 SERIAL = f"emulator-{BASE}"
 
-
-@pytest.fixture(scope="module")
-def fleet() -> Iterator[Fleet]:
-    with start_fleet(count=1, base_port=BASE) as f:
-        yield f
-
-
-@pytest.fixture
-def serial(fleet: Fleet) -> str:
-    reset(SERIAL)
-    return SERIAL
+fleet, serial = one_phone(BASE)
 
 
 def test_adb_devices_lists_the_phone_with_its_product_fields(serial: str) -> None:
