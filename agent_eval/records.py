@@ -71,6 +71,26 @@ class StepRecord(BaseModel):
     goal_after: bool = Field(False, description="Goal state evaluated after this step's action.")
 
 
+class RungInfo(BaseModel):
+    """Where a build sits on the quantization ladder: how its weights were rounded, and whose speed it has."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str = Field(description="none (the unquantized reference), rtn, gptq, awq or gguf.")
+    bits: int | None = Field(None, description="Integer grid width of the weights (16 for bf16).")
+    group_size: int | None = Field(None, description="Weights sharing one scale; None = one per channel.")
+    symmetric: bool | None = Field(None, description="Symmetric grid (no zero point) or not.")
+    bits_per_weight: float | None = Field(None, description="bits plus the scale/zero overhead per weight.")
+    served: str = Field(
+        "own",
+        description="own: served in its own format (speed/memory are its own); bf16: weights rounded to "
+        "the grid but served in bf16, so speed and memory are bf16's (behaviour only).",
+    )
+    calibration_hash: str | None = Field(None, description="sha256 of the calibration prompts (gptq/awq).")
+    weights_hash: str | None = Field(None, description="Content hash of the weight files.")
+    label: str = Field("", description="Short human name: 'int4 g64 asym GPTQ (rounded, bf16 speed)'.")
+
+
 class BuildManifest(BaseModel):
     """What exactly served an episode: enough to tell two builds apart and to rebuild one."""
 
@@ -89,6 +109,7 @@ class BuildManifest(BaseModel):
     pinning: dict[str, Any] = Field(default_factory=dict)
     sampling: dict[str, Any] = Field(default_factory=dict)
     accepts_images: bool = False
+    rung: RungInfo | None = Field(None, description="Its quantization-ladder rung, if it was prepared here.")
 
 
 class EpisodeRecord(BaseModel):

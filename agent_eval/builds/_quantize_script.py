@@ -125,9 +125,13 @@ def _write(job: dict[str, Any], save: Callable[[Path], None]) -> None:
 
 
 def main() -> None:
+    from _ladder_script import ladder  # type: ignore[import-not-found,unused-ignore]
+
     jobs: list[dict[str, Any]] = json.loads(sys.argv[1])
     for job in jobs:
-        {"dequantize-shipped-gguf": dequantize, "quantize": quantize}[job["kind"]](job)
+        {"dequantize-shipped-gguf": dequantize, "quantize": quantize, "round": ladder, "gptq": ladder}[
+            job["kind"]
+        ](job)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ import click
 
 from agent_eval.builds import host
 from agent_eval.builds.prepare import prepare, read_prepared
-from agent_eval.builds.spec import load_builds
+from agent_eval.builds.rungs import GROUPS, list_group, rounded_in_bf16
+from agent_eval.builds.spec import Build, load_builds
 
 
 @click.group("builds")
@@ -28,17 +29,28 @@ _FILE = click.argument("file", required=False, type=click.Path(dir_okay=False, p
 def list_builds(file: Path | None) -> None:
     """Show each build, whether it is prepared, and whether it can run on this host."""
     builds = load_builds(file)
-    for build in builds.builds:
-        ref = " (reference)" if build.reference else ""
-        if build.engine == "endpoint":
-            state = f"endpoint {build.base_url}"
-        else:
-            prepared = read_prepared(build)
-            state = f"prepared {prepared.weights_hash[:19]}" if prepared else "not prepared"
-        reason = host.unavailable_reason(build)
-        runs = f"cannot run here: {reason}" if reason else "runs here"
-        bits = f"{build.bits:g} bpw" if build.bits else "? bpw"
-        click.echo(f"{build.name:<12} {build.scheme:<10} {bits:<9} {build.engine:<9} {state}; {runs}{ref}")
+    several = len({list_group(b.reference, b.prepare, b.scheme) for b in builds.builds}) > 1
+    for group, heading in GROUPS:
+        members = [b for b in builds.builds if list_group(b.reference, b.prepare, b.scheme) == group]
+        if several and members:
+            click.echo(f"-- {heading}")
+        for build in members:
+            click.echo(_build_line(build))
+
+
+def _build_line(build: Build) -> str:
+    ref = " (reference)" if build.reference else ""
+    if build.engine == "endpoint":
+        state = f"endpoint {build.base_url}"
+    else:
+        prepared = read_prepared(build)
+        state = f"prepared {prepared.weights_hash[:19]}" if prepared else "not prepared"
+    reason = host.unavailable_reason(build)
+    runs = f"cannot run here: {reason}" if reason else "runs here"
+    if not reason and rounded_in_bf16(build.prepare, build.scheme):
+        runs = "runs here as rounded bf16"
+    bits = f"{build.bits:g} bpw" if build.bits else "? bpw"
+    return f"{build.name:<16} {build.scheme:<10} {bits:<10} {build.engine:<9} {state}; {runs}{ref}"
 
 
 @builds_group.command("prepare")

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.builds import host
+from agent_eval.builds.prepare_ladder import LADDER_KINDS, ladder_job, recipe_record
 from agent_eval.builds.spec import Build, BuildSet, models_dir
 from agent_eval.errors import BuildError
 
@@ -42,6 +43,7 @@ class Prepared(BaseModel):
     files: list[str]
     recipe: dict[str, Any] | None = None
     source_hash: str | None = Field(None, description="Hash of what it was made from (GGUF or source build).")
+    calibration_hash: str | None = Field(None, description="sha256 of the calibration prompts (gptq).")
     seconds: float = 0.0
 
 
@@ -129,7 +131,7 @@ def _up_to_date(build: Build, source_hash: str | None) -> Prepared | None:
     path = build.resolved_path()
     if recorded is None or path is None or not path.exists():
         return None
-    recipe = build.prepare.model_dump() if build.prepare else None
+    recipe = recipe_record(build.prepare) if build.prepare else None
     if recorded.recipe != recipe or recorded.source_hash != source_hash:
         return None
     try:
@@ -138,7 +140,9 @@ def _up_to_date(build: Build, source_hash: str | None) -> Prepared | None:
         return None
 
 
-def _record(build: Build, source_hash: str | None, seconds: float) -> Prepared:
+def _record(
+    build: Build, source_hash: str | None, seconds: float, calibration: str | None = None
+) -> Prepared:
     path = build.resolved_path()
     assert path is not None
     prepared = Prepared(
@@ -146,11 +150,14 @@ def _record(build: Build, source_hash: str | None, seconds: float) -> Prepared:
         scheme=build.scheme,
         weights_hash=weights_hash(path),
         files=[p.name for p in weight_files(path)],
-        recipe=build.prepare.model_dump() if build.prepare else None,
+        recipe=recipe_record(build.prepare) if build.prepare else None,
         source_hash=source_hash,
+        calibration_hash=calibration,
         seconds=round(seconds, 1),
     )
-    prepared_path(build).write_text(prepared.model_dump_json(indent=2) + "\n")
+    # Builds without calibration keep the prepared.json they had before ladder rungs existed.
+    skip = {"calibration_hash"} if calibration is None else None
+    prepared_path(build).write_text(prepared.model_dump_json(indent=2, exclude=skip) + "\n")
     return prepared
 
 
@@ -242,7 +249,7 @@ def _prepare(builds: BuildSet, only: list[str] | None, force: bool, say: Say) ->
     gguf = shipped_gguf()
     gguf_hash = _file_hash(gguf)
     # Sources first: a quantized build's source hash is its source build's weights hash.
-    order = sorted(pending, key=lambda b: 0 if b.prepare and b.prepare.kind != "quantize" else 1)
+    order = sorted(pending, key=lambda b: 0 if b.prepare and b.prepare.source is None else 1)
     for build in order:
         ready.update(_prepare_one(build, builds, gguf, gguf_hash, ready, force, say))
     return ready
@@ -254,14 +261,19 @@ def _prepare_one(
     recipe = build.prepare
     path = build.resolved_path()
     assert recipe is not None and path is not None
-    if recipe.kind == "quantize":
-        assert recipe.source is not None
+    if recipe.source is not None:
         source = builds.get(recipe.source)
         if source.name not in ready:
             ready.update(_prepare_one(source, builds, gguf, gguf_hash, ready, force, say))
         source_hash: str | None = ready[source.name]
     else:
         source_hash = gguf_hash
+    job, calibration = None, None
+    if recipe.kind in LADDER_KINDS:
+        source_dir = builds.get(recipe.source or "").resolved_path()
+        assert source_dir is not None
+        job, calibration = ladder_job(build, source_dir, path, models_dir())
+        source_hash = f"{source_hash};calibration={calibration}" if calibration else source_hash
     done = None if force else _up_to_date(build, source_hash)
     if done is not None:
         say(f"{build.name}: up to date ({done.weights_hash[:19]}), skipped")
@@ -273,6 +285,9 @@ def _prepare_one(
         tmp = path.with_name(f".{path.name}.tmp")
         shutil.copyfile(gguf, tmp)
         tmp.rename(path)
+    elif job is not None:
+        say(f"{build.name}: {recipe.kind} of {recipe.source} to int{recipe.bits} ({build.scheme} checkpoint)")
+        _run_quant_tools([job], say)
     elif recipe.kind == "dequantize-shipped-gguf":
         say(f"{build.name}: dequantizing the shipped {gguf.name} to {build.scheme} (~30 s)")
         _run_quant_tools(
@@ -289,6 +304,6 @@ def _prepare_one(
             **recipe.model_dump(exclude={"kind", "source"}),
         }
         _run_quant_tools([job], say)
-    prepared = _record(build, source_hash, time.monotonic() - started)
+    prepared = _record(build, source_hash, time.monotonic() - started, calibration)
     say(f"{build.name}: ready in {prepared.seconds:.0f} s, weights {prepared.weights_hash[:19]}")
     return {build.name: prepared.weights_hash}

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agent_eval.builds.rungs import check_ladder_recipe, effective_bits, grid_of, rung_info
 from agent_eval.errors import ConfigError
 from agent_eval.records import BuildManifest
 
@@ -109,17 +110,23 @@ class Recipe(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["dequantize-shipped-gguf", "quantize", "shipped-gguf"]
-    source: str | None = Field(None, description="quantize: the build whose checkpoint is quantized.")
+    kind: Literal["dequantize-shipped-gguf", "quantize", "shipped-gguf", "round", "gptq", "awq"]
+    source: str | None = Field(None, description="quantize/round/gptq/awq: the build whose weights are used.")
     weights: Literal["int8", "int4"] | None = Field(None, description="quantize: integer weight width.")
     activations: Literal["int8"] | None = Field(None, description="quantize: dynamic per-token activations.")
     group_size: int | None = Field(None, gt=0, description="quantize: weights per scale; None = per channel.")
     symmetric: bool = True
+    bits: int | None = Field(None, description="round/gptq/awq: integer grid width, 2..8 bits.")
+    calibration: str | None = Field(
+        None, description="gptq/awq: a run dir (its recorded prompts) or a JSONL of chat messages."
+    )
+    calibration_samples: int = Field(64, gt=0, description="gptq/awq: prompts used at most.")
 
     @model_validator(mode="after")
     def _quantize_needs(self) -> Recipe:
         if self.kind == "quantize" and (self.source is None or self.weights is None):
             raise ValueError("a 'quantize' recipe needs 'source' (a build name) and 'weights' (int8 or int4)")
+        check_ladder_recipe(self.kind, self.source, self.bits, self.calibration)
         return self
 
 
@@ -189,7 +196,13 @@ class Build(BaseModel):
 
     @property
     def bits(self) -> float | None:
-        return self.bits_per_weight if self.bits_per_weight is not None else NOMINAL_BITS.get(self.scheme)
+        if self.bits_per_weight is not None:
+            return self.bits_per_weight
+        if self.prepare is not None and self.prepare.kind in ("quantize", "round", "gptq", "awq"):
+            _, bits, group, symmetric = grid_of(self.prepare, self.scheme)
+            if bits is not None and (group is not None or self.prepare.kind != "quantize"):
+                return effective_bits(bits, group, symmetric)
+        return NOMINAL_BITS.get(self.scheme)
 
     def resolved_path(self) -> Path | None:
         if self.model_path is None:
@@ -213,6 +226,7 @@ class Build(BaseModel):
             pinning=self.pinning.model_dump() if self.engine != "endpoint" else {},
             sampling=self.sampling.model_dump(),
             accepts_images=self.accepts_images,
+            rung=rung_info(self.scheme, self.bits, self.prepare, path, weights_hash),
         )
 
 
@@ -235,14 +249,17 @@ class BuildSet(BaseModel):
             raise ValueError(f"exactly one build must say 'reference: true' (found {len(refs)}: {refs})")
         for build in self.builds:
             src = build.prepare.source if build.prepare else None
-            if src is not None and src not in seen:
+            if src is not None and src not in seen and src != "reference":
                 raise ValueError(f"build {build.name!r}: prepare.source names unknown build {src!r}")
         return self
 
     def get(self, name: str) -> Build:
+        """The build called `name`; 'reference' (unless a build has that name) is the reference build."""
         for build in self.builds:
             if build.name == name:
                 return build
+        if name == "reference":
+            return self.reference
         raise ConfigError(f"no build named {name!r}; this set has {[b.name for b in self.builds]}")
 
     @property
@@ -264,10 +281,15 @@ def default_builds_file() -> Path:
     return repo_root() / "builds" / "default.yaml"
 
 
-def _where(loc: tuple[int | str, ...]) -> str:
+def _where(loc: tuple[int | str, ...], data: Any = None) -> str:
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    builds = data.get("builds") if isinstance(data, dict) else None
+    if isinstance(builds, list) and len(loc) > 1 and loc[0] == "builds" and isinstance(loc[1], int):
+        entry = builds[loc[1]] if loc[1] < len(builds) else None
+        if isinstance(entry, dict) and entry.get("name"):
+            out = f"build {entry['name']!r} {out}"  # its name says more than its index
     return out or "(top level)"
 
 
@@ -280,7 +302,7 @@ def parse_builds(data: Any, source: str) -> BuildSet:
     except ValidationError as e:
         lines = []
         for err in e.errors():
-            lines.append(f"  {_where(tuple(err['loc']))}: {err['msg'].removeprefix('Value error, ')}")
+            lines.append(f"  {_where(tuple(err['loc']), data)}: {err['msg'].removeprefix('Value error, ')}")
         raise ConfigError(f"{source}: invalid build file:\n" + "\n".join(lines)) from None
 
 
@@ -293,4 +315,17 @@ def load_builds(path: Path | str | None = None) -> BuildSet:
         data = yaml.safe_load(file.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"{file}: not valid YAML: {e}") from None
+    if isinstance(data, dict) and "include" in data:
+        data = _with_included(data, file)
     return parse_builds(data, str(file))
+
+
+def _with_included(data: dict[str, Any], file: Path) -> dict[str, Any]:
+    """`include: {file: default.yaml, builds: [bf16, ...]}`: those builds, as that file defines them today."""
+    spec = data.pop("include")
+    if not isinstance(spec, dict) or not isinstance(spec.get("file"), str):
+        raise ConfigError(f"{file}: include needs 'file' (a builds file) and 'builds' (names from it)")
+    other = load_builds(file.parent / spec["file"])
+    names = spec.get("builds") or [b.name for b in other.builds]
+    included = [other.get(str(n)).model_dump(exclude_defaults=True) for n in names]
+    return {**data, "builds": included + list(data.get("builds") or [])}

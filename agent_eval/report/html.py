@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.records import EpisodeRecord
+from agent_eval.report.ladder_plot import ladder_figures
 from agent_eval.report.manifests import builds_table
 from agent_eval.report.page_assets import SCRIPT, STYLE
 from agent_eval.report.plots import Interval, Part, grouped_bars, rates_chart, stacked_bars
@@ -100,6 +101,7 @@ def _plots(card: Scorecard) -> str:
             "Engine throughput",
         ),
     ]
+    figures += ladder_figures(card)
     return "".join(
         f'<figure id="plot-{key}">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
         for key, svg, caption in figures

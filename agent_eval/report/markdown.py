@@ -255,8 +255,12 @@ def markdown_table(table: TextTable) -> str:
 
 def render_markdown(card: Scorecard) -> str:
     """scorecard.md: the verdicts first, then every table of the scorecard."""
+    from agent_eval.report.ladder_tables import ladder_tables  # it builds on this module's helpers
+
     parts = [f"# Scorecard: run {card.run_id}", ""]
     said = sentences(card)
+    if card.ladder is not None:
+        said = [f"Ladder: {card.ladder.sentence}", *said]
     if said:
         parts += ["## Verdicts", "", *(f"- {s}" for s in said), ""]
     if card.notes:
@@ -268,6 +272,7 @@ def render_markdown(card: Scorecard) -> str:
         regression_table(card),
         per_task_table(card),
         drill_down_table(card),
+        *ladder_tables(card),
     ]
     parts += [markdown_table(t) + "\n" for t in tables if t is not None]
     parts.append(

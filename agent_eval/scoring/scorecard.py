@@ -14,6 +14,7 @@ from agent_eval.errors import ConfigError, RunStoreError
 from agent_eval.records import EngineRecord, EpisodeRecord
 from agent_eval.scoring.attempts import infra_attempts_by_task, settle_attempts
 from agent_eval.scoring.build_score import BuildScore, build_score
+from agent_eval.scoring.ladder import Ladder, build_ladder
 from agent_eval.scoring.regression import Regression, bits_order, compare_builds
 from agent_eval.scoring.run_files import read_engines, read_episodes, read_run_settings
 from agent_eval.scoring.stats import ALPHA, DEFAULT_MARGIN
@@ -44,6 +45,9 @@ class Scorecard(BaseModel):
     )
     notes: list[str] = Field(
         default_factory=list, description="What the reader should know before trusting it."
+    )
+    ladder: Ladder | None = Field(
+        None, description="The quantization ladder and its knee; null without rungs (docs/builds.md)."
     )
 
 
@@ -135,6 +139,7 @@ def score_episodes(
         builds=scores,
         regression=regression,
         notes=notes,
+        ladder=build_ladder(scored, scores, regression),
     )
 
 

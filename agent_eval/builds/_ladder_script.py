@@ -1,0 +1,124 @@
+"""Ladder rungs inside .venv-quant: round-to-nearest or GPTQ to a 2..8-bit grid, saved compressed or rounded.
+
+`_quantize_script.py` dispatches the 'round' and 'gptq' jobs here. A rounded ("dq") rung is a plain bf16
+checkpoint whose every Linear weight lies on the rung's grid; `grid.pt` beside it holds the scales and zero
+points, so a test can check each weight against its grid.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from _quantize_script import (  # type: ignore[import-not-found,unused-ignore]
+    _save_text_side,
+    _write,
+    say,
+)
+
+
+def _weights_args(job: dict[str, Any]) -> dict[str, Any]:
+    group = job.get("group_size")
+    args: dict[str, Any] = {
+        "num_bits": job["bits"],
+        "type": "int",
+        "symmetric": job.get("symmetric", True),
+        "strategy": "group" if group else "channel",
+    }
+    if group:
+        args["group_size"] = group
+    return args
+
+
+def _calibration(job: dict[str, Any], tokenizer: Any) -> Any:
+    from datasets import Dataset  # type: ignore[import-not-found,unused-ignore]
+
+    conversations: list[list[dict[str, Any]]] = json.loads(Path(job["calibration_file"]).read_text())
+    ids = [
+        tokenizer.apply_chat_template(c, tokenize=True, add_generation_prompt=True, return_dict=False)
+        for c in conversations
+    ]
+    ids = [list(x["input_ids"]) if isinstance(x, dict) else list(x) for x in ids]
+    return Dataset.from_dict({"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]})
+
+
+def ladder(job: dict[str, Any]) -> None:
+    """A round (RTN) or gptq job: quantize the source with llmcompressor, then save compressed or rounded."""
+    import torch
+    from llmcompressor import oneshot
+    from llmcompressor.modifiers.gptq import GPTQModifier
+    from llmcompressor.modifiers.quantization import QuantizationModifier
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    name, source = job["name"], Path(job["source_dir"])
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    groups = {"group_0": {"targets": ["Linear"], "weights": _weights_args(job)}}
+    if job["kind"] == "gptq":
+        data = _calibration(job, tokenizer)
+        say(name, f"GPTQ to int{job['bits']} on {len(data)} calibration prompts")
+        recipe: Any = GPTQModifier(config_groups=groups, ignore=["lm_head"], actorder=None)
+        oneshot(
+            model=model,
+            dataset=data,
+            recipe=recipe,
+            max_seq_length=2048,
+            num_calibration_samples=len(data),
+            pipeline="basic",
+        )
+    else:
+        say(name, f"rounding to int{job['bits']} (round to nearest)")
+        oneshot(model=model, recipe=QuantizationModifier(config_groups=groups, ignore=["lm_head"]))
+    if job["output"] == "compressed":
+
+        def save(out: Path) -> None:
+            model.save_pretrained(out, save_compressed=True)
+            _save_text_side(model, out, tokenizer)
+
+    else:
+        save = _rounded_saver(model, tokenizer)
+    _write(job, save)
+
+
+def _rounded_saver(model: Any, tokenizer: Any) -> Any:
+    """Each quantized Linear's weight replaced by its value on the grid, in a plain bf16 checkpoint."""
+    import torch
+    from compressed_tensors.quantization.lifecycle.forward import (  # type: ignore[import-untyped,unused-ignore]
+        fake_quantize,
+    )
+    from transformers import LlamaForCausalLM
+
+    state = {
+        k: v for k, v in model.state_dict().items() if not k.endswith(("_scale", "_zero_point", "g_idx"))
+    }
+    grid: dict[str, torch.Tensor] = {}
+    for module_name, module in model.named_modules():
+        scheme = getattr(module, "quantization_scheme", None)
+        if scheme is None or scheme.weights is None or not hasattr(module, "weight_scale"):
+            continue
+        zero = getattr(module, "weight_zero_point", None)
+        if zero is None:
+            zero = torch.zeros_like(module.weight_scale, dtype=torch.int8)
+        with torch.no_grad():
+            rounded = fake_quantize(module.weight, module.weight_scale, zero, scheme.weights)
+        state[f"{module_name}.weight"] = rounded.to(torch.bfloat16)
+        grid[f"{module_name}.scale"] = module.weight_scale.detach().clone()
+        grid[f"{module_name}.zero_point"] = zero.detach().clone()
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    fresh: Any = LlamaForCausalLM(config)  # type: ignore[no-untyped-call,unused-ignore]
+    fresh = fresh.to(torch.bfloat16)
+    missing, unexpected = fresh.load_state_dict(state, strict=False)
+    if unexpected or [k for k in missing if k != "lm_head.weight"]:
+        raise SystemExit(f"state dict mismatch: missing {missing}, unexpected {unexpected}")
+    fresh.tie_weights()
+    fresh.generation_config = model.generation_config
+
+    def save(out: Path) -> None:
+        fresh.save_pretrained(out)
+        torch.save(grid, out / "grid.pt")
+        _save_text_side(fresh, out, tokenizer)
+
+    return save

@@ -1,0 +1,129 @@
+"""Quantization-ladder rungs: what a build's recipe says about its grid, checked when the file loads.
+
+A rung is a build made by `builds prepare` from the reference: served in its own format (w8a8, w4a16) or, for
+grids no CPU kernel serves, rounded to the grid and served in bf16 ("dq": its behaviour, not its speed).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent_eval.records import RungInfo
+
+if TYPE_CHECKING:
+    from agent_eval.builds.spec import Recipe
+
+GRID_BITS = range(2, 9)
+SCALE_BITS = 16  # a bf16 scale (and, asymmetric, a bf16 zero point) per group
+CALIBRATED = ("gptq", "awq")
+
+
+def check_ladder_recipe(kind: str, source: str | None, bits: int | None, calibration: str | None) -> None:
+    """ValueError (shown with the build's name and field) for a round/gptq/awq recipe that cannot be made."""
+    if kind not in ("round", *CALIBRATED):
+        return
+    if source is None:
+        raise ValueError(f"a {kind!r} recipe needs 'source': the build whose weights it rounds")
+    if bits is None or bits not in GRID_BITS:
+        raise ValueError(
+            f"bits {bits}: a {kind!r} recipe rounds to an integer grid of "
+            f"{GRID_BITS.start}..{GRID_BITS.stop - 1} bits (1 bit is a sign, not a grid; 16 is the reference)"
+        )
+    if kind in CALIBRATED and not calibration:
+        raise ValueError(
+            f"calibration: a {kind!r} recipe needs calibration data — a run dir whose recorded steps "
+            "hold the agent's prompts, or a JSONL of chat messages (the tuning demonstrations)"
+        )
+
+
+def grid_of(recipe: Recipe | None, scheme: str) -> tuple[str, int | None, int | None, bool | None]:
+    """(method, bits, group size, symmetric) of a recipe; method 'none' for the unquantized reference."""
+    if recipe is None or recipe.kind == "dequantize-shipped-gguf":
+        return ("none", 16, None, None) if scheme in ("bf16", "fp16") else ("none", None, None, None)
+    if recipe.kind == "shipped-gguf":
+        return "gguf", None, None, None
+    bits = recipe.bits
+    if recipe.kind == "quantize":
+        bits = 8 if recipe.weights == "int8" else 4
+    method = "rtn" if recipe.kind in ("quantize", "round") else recipe.kind
+    return method, bits, recipe.group_size, recipe.symmetric
+
+
+def effective_bits(bits: int | None, group_size: int | None, symmetric: bool | None) -> float | None:
+    """Bits per weight with the scale (and zero point) overhead of each group; per-channel scales ~free."""
+    if bits is None:
+        return None
+    if bits >= 16 or group_size is None:
+        return float(bits)
+    return bits + SCALE_BITS * (1 if symmetric else 2) / group_size
+
+
+def rounded_in_bf16(recipe: Recipe | None, scheme: str) -> bool:
+    """True when the rung's weights lie on its grid but are served as bf16 (speed/memory are bf16's)."""
+    return recipe is not None and recipe.kind in ("round", *CALIBRATED) and scheme == "bf16"
+
+
+def rung_info(
+    scheme: str, bits_per_weight: float | None, recipe: Recipe | None, path: Path | None, weights: str | None
+) -> RungInfo | None:
+    """The manifest's rung; None for builds not prepared here (endpoints, bring-your-own)."""
+    if recipe is None:
+        return None
+    method, bits, group, symmetric = grid_of(recipe, scheme)
+    served = "bf16" if rounded_in_bf16(recipe, scheme) else "own"
+    calibration = _recorded_calibration(path) if method in CALIBRATED else None
+    return RungInfo(
+        method=method,
+        bits=bits,
+        group_size=group,
+        symmetric=symmetric,
+        bits_per_weight=bits_per_weight,
+        served=served,
+        calibration_hash=calibration,
+        weights_hash=weights,
+        label=rung_label(method, bits, group, symmetric, served),
+    )
+
+
+def rung_label(method: str, bits: int | None, group: int | None, symmetric: bool | None, served: str) -> str:
+    if method == "none":
+        return f"bf16 reference ({bits or '?'} bits)"
+    if method == "gguf":
+        return "shipped GGUF"
+    grid = f"int{bits} " + (f"g{group}" if group else "per-channel")
+    grid += " sym" if symmetric else " asym"
+    tail = " (rounded, bf16 speed)" if served == "bf16" else ""
+    return f"{grid} {method.upper()}{tail}"
+
+
+def _recorded_calibration(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        recorded = json.loads((path / "prepared.json").read_text())
+    except (OSError, ValueError):
+        return None
+    value = recorded.get("calibration_hash") if isinstance(recorded, dict) else None
+    return value if isinstance(value, str) else None
+
+
+GROUPS = (
+    ("reference", "the reference"),
+    ("served", "served rungs (their own kernel: speed and memory are their own)"),
+    (
+        "rounded",
+        "rounded rungs (weights on the rung's grid, served as bf16: behaviour only, bf16 speed/memory)",
+    ),
+    ("other", "other builds"),
+)
+
+
+def list_group(reference: bool, recipe: Recipe | None, scheme: str) -> str:
+    """Which heading of `builds list` a build falls under."""
+    if reference:
+        return "reference"
+    if recipe is None or recipe.kind in ("shipped-gguf", "dequantize-shipped-gguf"):
+        return "other"
+    return "rounded" if rounded_in_bf16(recipe, scheme) else "served"

@@ -1,0 +1,74 @@
+"""The ladder's tables for scorecard.md: rungs by bits with verdicts, and the per-task drill-down."""
+
+from __future__ import annotations
+
+from agent_eval.report.markdown import MISSING, TextTable, number, rate_text, signed
+from agent_eval.scoring.ladder import Ladder, LadderRung
+from agent_eval.scoring.regression import MetricComparison
+from agent_eval.scoring.scorecard import Scorecard
+
+
+def _verdict(m: MetricComparison | None) -> str:
+    if m is None:
+        return "reference"
+    interval = f" [{signed(m.low)}, {signed(m.high)}]" if m.low is not None else ""
+    return f"{signed(m.delta)}{interval} {m.verdict.value}"
+
+
+def _speed(rung: LadderRung) -> str:
+    whose = " (bf16's)" if rung.served == "bf16" else ""
+    if rung.decode_tok_s is None and rung.peak_rss_mb is None:
+        return MISSING
+    return f"{number(rung.decode_tok_s, 1)} tok/s, {number(rung.peak_rss_mb, 0)} MB{whose}"
+
+
+def ladder_table(ladder: Ladder) -> TextTable:
+    rows = tuple(
+        (
+            r.build,
+            r.label,
+            number(r.bits_per_weight, 2),
+            rate_text(r.navigation),
+            _verdict(r.navigation_delta),
+            rate_text(r.success),
+            _verdict(r.success_delta),
+            _speed(r),
+        )
+        for r in ladder.rungs
+    )
+    headers = (
+        "rung",
+        "grid",
+        "bits/weight",
+        "navigation",
+        "Δ navigation, verdict",
+        "success",
+        "Δ completion recognition, verdict",
+        "decode, peak memory",
+    )
+    return TextTable(
+        "Quantization ladder (rounded rungs: behaviour only, speed/memory are bf16's)", headers, rows
+    )
+
+
+def ladder_per_task(card: Scorecard, ladder: Ladder) -> TextTable:
+    """Tasks down, rungs across: reached · success of each rung on each task."""
+    scores = {b.build: b for b in card.builds}
+    rungs = [r.build for r in ladder.rungs if r.build in scores]
+    tasks = sorted({t.task_id for name in rungs for t in scores[name].per_task})
+    rows = []
+    for task in tasks:
+        cells = [task]
+        for name in rungs:
+            score = next((t for t in scores[name].per_task if t.task_id == task), None)
+            cells.append(
+                MISSING
+                if score is None
+                else f"{score.navigation.count}/{score.episodes} · {score.success.count}/{score.episodes}"
+            )
+        rows.append(tuple(cells))
+    return TextTable("Ladder per task: reached · success of scored episodes", ("task", *rungs), tuple(rows))
+
+
+def ladder_tables(card: Scorecard) -> list[TextTable]:
+    return [] if card.ladder is None else [ladder_table(card.ladder), ladder_per_task(card, card.ladder)]
