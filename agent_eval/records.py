@@ -88,6 +88,9 @@ class RungInfo(BaseModel):
     )
     calibration_hash: str | None = Field(None, description="sha256 of the calibration prompts (gptq/awq).")
     weights_hash: str | None = Field(None, description="Content hash of the weight files.")
+    weight_bytes: int | None = Field(
+        None, description="Bytes of its safetensors: what a decoded token reads."
+    )
     label: str = Field("", description="Short human name: 'int4 g64 asym GPTQ (rounded, bf16 speed)'.")
 
 

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agent_eval.builds.bandwidth import weight_bytes
 from agent_eval.records import RungInfo
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ def rung_info(
         served=served,
         calibration_hash=calibration,
         weights_hash=weights,
+        weight_bytes=weight_bytes(path),
         label=rung_label(method, bits, group, symmetric, served),
     )
 

@@ -17,6 +17,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
+from agent_eval.builds.bandwidth import measure_once
 from agent_eval.builds import prepare
 from agent_eval.device.driver import Device
 from agent_eval.errors import BuildError, ConfigError, InfraError, RunStoreError
@@ -287,6 +288,7 @@ def run_grid(
     store = RunStore(run_dir)
     _refuse_fewer_seeds(store, spec)
     store.open(new_manifest(run_dir.name, _config(spec, builds.reference), tasks, manifests))
+    measure_once(run_dir)  # the streaming-read ceiling the ladder's bandwidth shares are of
     try:
         (run_dir / GRID_COPY).write_text(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
         console.print(

@@ -19,7 +19,13 @@ def _speed(rung: LadderRung) -> str:
     whose = " (bf16's)" if rung.served == "bf16" else ""
     if rung.decode_tok_s is None and rung.peak_rss_mb is None:
         return MISSING
-    return f"{number(rung.decode_tok_s, 1)} tok/s, {number(rung.peak_rss_mb, 0)} MB{whose}"
+    drawn = MISSING
+    if rung.effective_gbs is not None:
+        share = f" = {rung.ceiling_share:.0%} of the read ceiling" if rung.ceiling_share is not None else ""
+        drawn = (
+            f"{(rung.weight_bytes_per_token or 0) / 1e6:.0f} MB/token → {rung.effective_gbs:.2f} GB/s{share}"
+        )
+    return f"{number(rung.decode_tok_s, 1)} tok/s, {number(rung.peak_rss_mb, 0)} MB{whose}; {drawn}"
 
 
 def ladder_table(ladder: Ladder) -> TextTable:
@@ -44,7 +50,7 @@ def ladder_table(ladder: Ladder) -> TextTable:
         "Δ navigation, verdict",
         "success",
         "Δ completion recognition, verdict",
-        "decode, peak memory",
+        "decode, peak memory; weight bandwidth",
     )
     return TextTable(
         "Quantization ladder (rounded rungs: behaviour only, speed/memory are bf16's)", headers, rows

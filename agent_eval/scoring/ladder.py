@@ -41,6 +41,15 @@ class LadderRung(BaseModel):
     )
     decode_tok_s: float | None = Field(description="Engine decode tokens/s (bf16's when served is bf16).")
     peak_rss_mb: float | None = Field(description="Engine peak memory, MB (bf16's when served is bf16).")
+    weight_bytes_per_token: int | None = Field(
+        description="Weight bytes one decoded token reads: its checkpoint's safetensors."
+    )
+    effective_gbs: float | None = Field(
+        description="weight_bytes_per_token × decode_tok_s, GB/s: the bandwidth its decoding draws."
+    )
+    ceiling_share: float | None = Field(
+        description="effective_gbs over the host's streaming-read ceiling (read_ceiling_gbs)."
+    )
 
 
 class Ladder(BaseModel):
@@ -57,6 +66,9 @@ class Ladder(BaseModel):
     knee_success: str | None = Field(
         description="Lowest-bit rung NON-INFERIOR on completion recognition; null when none is."
     )
+    read_ceiling_gbs: float | None = Field(
+        description="This host's streaming-read rate, GB/s, measured once per run (bandwidth.json)."
+    )
     sentence: str = Field(
         description="'lowest non-inferior rung for navigation / for completion recognition: …'."
     )
@@ -70,7 +82,10 @@ def _rung_of(build: str, episodes: Sequence[EpisodeRecord]) -> RungInfo | None:
 
 
 def build_ladder(
-    episodes: Sequence[EpisodeRecord], scores: Sequence[BuildScore], regression: Regression | None
+    episodes: Sequence[EpisodeRecord],
+    scores: Sequence[BuildScore],
+    regression: Regression | None,
+    read_ceiling_gbs: float | None = None,
 ) -> Ladder | None:
     """The ladder when the run has a reference and at least one other build that records a rung; else None."""
     if regression is None:
@@ -81,7 +96,7 @@ def build_ladder(
         info = _rung_of(score.build, episodes)
         if info is None and not score.reference:
             continue
-        rungs.append(_rung(score, info, comparisons.get(score.build)))
+        rungs.append(_rung(score, info, comparisons.get(score.build), read_ceiling_gbs))
     if not any(r.navigation_delta is not None for r in rungs):
         return None
     rungs.sort(key=lambda r: (r.navigation_delta is not None, -(r.bits_per_weight or 0.0), r.build))
@@ -90,12 +105,17 @@ def build_ladder(
         rungs=rungs,
         knee_navigation=knees["navigation"].build if knees["navigation"] else None,
         knee_success=knees["success"].build if knees["success"] else None,
+        read_ceiling_gbs=read_ceiling_gbs,
         sentence=knee_sentence(rungs, knees["navigation"], knees["success"]),
     )
 
 
-def _rung(score: BuildScore, info: RungInfo | None, comparison: BuildComparison | None) -> LadderRung:
+def _rung(
+    score: BuildScore, info: RungInfo | None, comparison: BuildComparison | None, ceiling: float | None
+) -> LadderRung:
     served = info.served if info else "own"
+    per_token = info.weight_bytes if info else None
+    drawn = per_token * score.decode_tok_s / 1e9 if per_token and score.decode_tok_s else None
     return LadderRung(
         build=score.build,
         label=info.label if info else (score.scheme or score.build),
@@ -110,6 +130,9 @@ def _rung(score: BuildScore, info: RungInfo | None, comparison: BuildComparison 
         success_delta=comparison.success if comparison else None,
         decode_tok_s=score.decode_tok_s,
         peak_rss_mb=score.peak_rss_mb,
+        weight_bytes_per_token=per_token,
+        effective_gbs=round(drawn, 3) if drawn is not None else None,
+        ceiling_share=round(drawn / ceiling, 4) if drawn is not None and ceiling else None,
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_eval.builds.bandwidth import read_ceiling
 from agent_eval.errors import ConfigError, RunStoreError
 from agent_eval.records import EngineRecord, EpisodeRecord
 from agent_eval.scoring.attempts import infra_attempts_by_task, settle_attempts
@@ -83,6 +84,7 @@ def score_episodes(
     margin: float = DEFAULT_MARGIN,
     alpha: float = ALPHA,
     notes: Sequence[str] = (),
+    read_ceiling_gbs: float | None = None,
 ) -> Scorecard:
     """The scorecard from every episode record of a run (all attempts; only the last of each seed counts)."""
     if not 0 < margin < 1:
@@ -139,7 +141,7 @@ def score_episodes(
         builds=scores,
         regression=regression,
         notes=notes,
-        ladder=build_ladder(scored, scores, regression),
+        ladder=build_ladder(scored, scores, regression, read_ceiling_gbs),
     )
 
 
@@ -162,4 +164,5 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         reference=chosen,
         margin=next((m for m in (margin, settings.margin) if m is not None), DEFAULT_MARGIN),
         notes=notes,
+        read_ceiling_gbs=read_ceiling(run_dir),
     )
