@@ -1,4 +1,4 @@
-"""This host's streaming-read ceiling, measured once per run, and what a rung's decode speed implies against it.
+"""This host's streaming-read ceiling, measured once per run, and what a rung's decode speed implies.
 
 Decoding one token reads every weight once (the tied embedding as the output head), so weight bytes per
 token × decode tokens/s is the bandwidth the engine draws; its share of the ceiling says how near the memory

@@ -17,8 +17,8 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from agent_eval.builds.bandwidth import measure_once
 from agent_eval.builds import prepare
+from agent_eval.builds.bandwidth import measure_once
 from agent_eval.device.driver import Device
 from agent_eval.errors import BuildError, ConfigError, InfraError, RunStoreError
 from agent_eval.grid.plan import (
