@@ -1,5 +1,5 @@
 """The quantization ladder: recipes that fail clearly, rounded weights exactly on their grid, the knee
-sentence, and each new recipe kind ('round', 'gptq') made by `builds prepare` and answered from by the real vLLM server.
+sentence, and each new recipe kind ('round', 'gptq') prepared and answered from by the real vLLM server.
 
 Engine tests start one server per new recipe kind (two in all); prepared rungs are cached in models/.
 """
