@@ -58,22 +58,20 @@ def ladder_table(ladder: Ladder) -> TextTable:
 
 
 def ladder_per_task(card: Scorecard, ladder: Ladder) -> TextTable:
-    """Tasks down, rungs across: reached · success of each rung on each task."""
-    scores = {b.build: b for b in card.builds}
-    rungs = [r.build for r in ladder.rungs if r.build in scores]
-    tasks = sorted({t.task_id for name in rungs for t in scores[name].per_task})
+    """Tasks down, rungs across: each rung's Δ against the reference on the task, navigation · success."""
+    comparisons = {c.build: c for c in card.regression.builds} if card.regression else {}
+    rungs = [r.build for r in ladder.rungs if r.build in comparisons]
+    deltas = {(name, t.task_id, t.metric): t.delta for name in rungs for t in comparisons[name].per_task}
+    tasks = sorted({task for _, task, _ in deltas})
     rows = []
     for task in tasks:
         cells = [task]
         for name in rungs:
-            score = next((t for t in scores[name].per_task if t.task_id == task), None)
-            cells.append(
-                MISSING
-                if score is None
-                else f"{score.navigation.count}/{score.episodes} · {score.success.count}/{score.episodes}"
-            )
+            nav, success = deltas.get((name, task, "navigation")), deltas.get((name, task, "success"))
+            cells.append(f"{signed(nav)} · {signed(success)}")
         rows.append(tuple(cells))
-    return TextTable("Ladder per task: reached · success of scored episodes", ("task", *rungs), tuple(rows))
+    title = "Ladder per task: Δ against the reference, navigation · completion recognition (exploratory)"
+    return TextTable(title, ("task", *rungs), tuple(rows))
 
 
 def ladder_tables(card: Scorecard) -> list[TextTable]:
