@@ -239,17 +239,16 @@ def _kind_builds() -> BuildSet:
     gptq.update(name="gptq-int4-g64-test", model_path="ladder-test/gptq-int4-g64")
     gptq["prepare"].update(calibration=str(CALIBRATION.relative_to(repo_root())), calibration_samples=8)
     kept = [b.model_dump(exclude_defaults=True) for b in builds.builds if b.name in ("bf16", "int3-g64-dq")]
-    test_set = parse_builds({"builds": [*kept, gptq]}, "test ladder")
-    prepare(test_set, say=lambda line: print(f"[prepare] {line}", flush=True))
-    return test_set
+    return parse_builds({"builds": [*kept, gptq]}, "test ladder")
 
 
 @pytest.fixture(scope="module", params=["int3-g64-dq", "gptq-int4-g64-test"])
 def served_rung(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServedBuild]:
-    build = _kind_builds().get(request.param)
-    with serve(build, tmp_path_factory.mktemp(f"run-{request.param}")) as served:
+    builds = _kind_builds()
+    prepare(builds, only=[request.param], say=lambda line: print(f"[prepare] {line}", flush=True))
+    with serve(builds.get(request.param), tmp_path_factory.mktemp(f"run-{request.param}")) as served:
         yield served
 
 
