@@ -21,7 +21,7 @@ def _speed(rung: LadderRung) -> str:
         return MISSING
     drawn = MISSING
     if rung.effective_gbs is not None:
-        share = f" = {rung.ceiling_share:.0%} of the read ceiling" if rung.ceiling_share is not None else ""
+        share = f" = {rung.ceiling_share:.1%} of the read ceiling" if rung.ceiling_share is not None else ""
         drawn = (
             f"{(rung.weight_bytes_per_token or 0) / 1e6:.0f} MB/token → {rung.effective_gbs:.2f} GB/s{share}"
         )
