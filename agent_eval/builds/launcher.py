@@ -28,6 +28,12 @@ from agent_eval.builds.prepare import verify
 from agent_eval.builds.spec import Build
 from agent_eval.errors import BuildError
 from agent_eval.records import BuildManifest, EngineRecord
+from agent_eval.rundir import (
+    engine_log_path,
+    engine_record_path,
+    read_engine_record,
+    write_engine_record,
+)
 
 GUARD = Path(__file__).with_name("_guard.py")
 STOP_GRACE_S = 15.0
@@ -60,8 +66,8 @@ class ServedBuild:
         self.build = build
         self.run_dir = run_dir
         self.manifest = manifest
-        self.log_path = run_dir / "engines" / f"{build.name}.log"
-        self.record_path = run_dir / "engines" / f"{build.name}.json"
+        self.log_path = engine_log_path(run_dir, build.name)
+        self.record_path = engine_record_path(run_dir, build.name)
         self._port = port
         self._proc: subprocess.Popen[bytes] | None = None
         self._sampler: MemorySampler | None = None
@@ -252,10 +258,7 @@ class ServedBuild:
 
     def write_record(self, usage: Usage | None = None) -> EngineRecord:
         record = self.record(usage)
-        self.record_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.record_path.with_suffix(".json.tmp")
-        tmp.write_text(record.model_dump_json(indent=2) + "\n")
-        tmp.replace(self.record_path)
+        write_engine_record(self.run_dir, record)
         return record
 
 
@@ -337,10 +340,7 @@ def serve(build: Build, run_dir: Path, *, port: int | None = None) -> Iterator[S
 
 def _keep_usage(served: ServedBuild) -> None:
     # The runner writes tok/s through write_record(usage); here only memory and restarts are refreshed.
-    try:
-        old = EngineRecord.model_validate_json(served.record_path.read_text())
-    except (OSError, ValueError):
-        old = None
+    old = read_engine_record(served.run_dir, served.build.name)
     record = served.record()
     if old is not None:
         record = record.model_copy(
@@ -350,5 +350,4 @@ def _keep_usage(served: ServedBuild) -> None:
                 "requests": old.requests,
             }
         )
-    served.record_path.parent.mkdir(parents=True, exist_ok=True)
-    served.record_path.write_text(record.model_dump_json(indent=2) + "\n")
+    write_engine_record(served.run_dir, record)

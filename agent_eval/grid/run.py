@@ -34,8 +34,9 @@ from agent_eval.grid.schedule import Engines, phones
 from agent_eval.grid.spec import GridSpec, is_task_id, load_grid, parse_grid, resolve_path
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
 from agent_eval.report.thumbnails import episode_thumbnails
+from agent_eval.rundir import RunStore
 from agent_eval.runner.loop import Cell, RunSummary, run_cells
-from agent_eval.runner.store import RunStore, new_manifest
+from agent_eval.runner.manifest import new_manifest
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.task import Task
 

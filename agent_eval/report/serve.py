@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from agent_eval.errors import RunStoreError
+from agent_eval.rundir import EPISODES_FILE
 
 REPORT_FILE = "report.html"  # the names html.py and markdown.py write; not imported, see ensure_report
 SCORECARD_FILE = "scorecard.json"
@@ -91,7 +92,7 @@ def ensure_report(run_dir: Path) -> Path:
     """
     if not run_dir.is_dir():
         raise RunStoreError(f"{run_dir} is not a run directory (it does not exist); pass runs/<run-id>")
-    report, episodes, saved = run_dir / REPORT_FILE, run_dir / "episodes.jsonl", run_dir / SCORECARD_FILE
+    report, episodes, saved = run_dir / REPORT_FILE, run_dir / EPISODES_FILE, run_dir / SCORECARD_FILE
     if _newer(report, episodes, saved):
         return report
     # Imported here: scoring pulls in statsmodels (seconds), which every other command would pay for.

@@ -17,8 +17,8 @@ from agent_eval.agent.policy import Policy
 from agent_eval.device.driver import Device
 from agent_eval.errors import InfraError
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
+from agent_eval.rundir import EpisodeKey, RunStore
 from agent_eval.runner.episode import run_episode
-from agent_eval.runner.store import EpisodeKey, RunStore
 from agent_eval.task import Task, TaskInstance
 
 

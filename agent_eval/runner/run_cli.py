@@ -23,9 +23,10 @@ from agent_eval.device.driver import Device, online_serials
 from agent_eval.errors import ConfigError, InfraError
 from agent_eval.grid import is_grid_file, run_from_path
 from agent_eval.records import BuildManifest, EngineRecord, Outcome
+from agent_eval.rundir import RunStore, write_engine_record
 from agent_eval.runner.lines import OUTCOME_STYLE, episode_line
 from agent_eval.runner.loop import BuildAgent, Cell, RunSummary, run_cells
-from agent_eval.runner.store import RunStore, new_manifest
+from agent_eval.runner.manifest import new_manifest
 from agent_eval.task import Task, load_tasks
 
 
@@ -137,9 +138,7 @@ def play_build(
 
 def write_engine_usage(run_dir: Path, build: str, usage: Usage) -> None:
     """engines/<build>.json for a build served elsewhere: only what the client measured."""
-    engines = run_dir / "engines"
-    engines.mkdir(exist_ok=True)
-    (engines / f"{build}.json").write_text(engine_record(build, usage).model_dump_json(indent=2) + "\n")
+    write_engine_record(run_dir, engine_record(build, usage))
 
 
 def summary_problems(summary: RunSummary, max_attempts: int) -> list[str]:
