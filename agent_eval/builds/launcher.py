@@ -22,7 +22,7 @@ import httpx
 from agent_eval.builds import host
 from agent_eval.builds.client import Usage
 from agent_eval.builds.endpoint import Endpoint
-from agent_eval.builds.engines import Launch, endpoint_of, llamacpp_launch, vllm_launch
+from agent_eval.builds.engines import Launch
 from agent_eval.builds.memory import MemorySampler
 from agent_eval.builds.prepare import verify
 from agent_eval.builds.spec import Build
@@ -77,10 +77,12 @@ class ServedBuild:
         self._settled_mb: float | None = None
         self._startup_s: float | None = None
         self.restarts = 0
-        self.endpoint: Endpoint = endpoint_of(build) if build.engine == "endpoint" else _placeholder(build)
+        self.endpoint: Endpoint = (
+            _placeholder(build) if build.kind.starts_server else build.kind.connect(build)
+        )
 
     def start(self) -> None:
-        if self.build.engine == "endpoint":
+        if not self.build.kind.starts_server:
             started = time.monotonic()
             self._check_endpoint()
             self._startup_s = round(time.monotonic() - started, 2)
@@ -88,8 +90,7 @@ class ServedBuild:
         path = self.manifest.model_path
         assert path is not None
         self._lease = self._lease_port()
-        make = vllm_launch if self.build.engine == "vllm-cpu" else llamacpp_launch
-        self._launch = make(self.build, Path(path), self._lease.port)
+        self._launch = self.build.kind.launch(self.build, Path(path), self._lease.port)
         self.endpoint = self._launch.endpoint
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
@@ -200,7 +201,7 @@ class ServedBuild:
             )
 
     def alive(self) -> bool:
-        if self.build.engine == "endpoint":
+        if not self.build.kind.starts_server:
             try:
                 self._check_endpoint()
             except BuildError:
@@ -290,7 +291,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _manifest(build: Build) -> BuildManifest:
-    if build.engine == "endpoint":
+    if not build.kind.starts_server:
         return build.manifest()
     reason = host.unavailable_reason(build)
     if reason:

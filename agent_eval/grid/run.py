@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent_eval.builds import prepare
-from agent_eval.device.driver import Device
+from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import BuildError, ConfigError, InfraError, RunStoreError
 from agent_eval.grid.plan import (
     CellKey,
@@ -103,11 +103,11 @@ class GridResult:
 
 def _manifests(spec_builds: GridBuilds, say: Any) -> list[BuildManifest]:
     """Each build's manifest, with its weights prepared (made if missing, checked if present) and hashed."""
-    served = [b.name for b in spec_builds.builds if b.engine != "endpoint"]
+    served = [b.name for b in spec_builds.builds if b.kind.starts_server]
     hashes = prepare(spec_builds.build_set, only=served, say=say) if served else {}
     out = []
     for build in spec_builds.builds:
-        if build.engine == "endpoint":
+        if not build.kind.starts_server:
             out.append(build.manifest())
         elif build.name in hashes:
             out.append(build.manifest(weights_hash=hashes[build.name]))
@@ -154,7 +154,7 @@ class _Grid:
     ) -> None:
         self.spec, self.tasks, self.builds, self.store = spec, tasks, builds, store
         self.engines, self.progress, self.result = engines, progress, result
-        self.devices: list[Device] = []
+        self.devices: list[EpisodeDevice] = []
 
     def show_plan(self, targets: dict[CellKey, int]) -> None:
         finished = self.store.finished()
@@ -165,7 +165,7 @@ class _Grid:
             done[build] += sum(1 for seed in range(count) if (build, task_id, seed) in finished)
         self.progress.plan(planned, done)
 
-    def run(self, devices: list[Device]) -> None:
+    def run(self, devices: list[EpisodeDevice]) -> None:
         self.devices = list(devices)
         before = set(self.store.finished())
         try:
@@ -262,7 +262,7 @@ def run_grid(
     run_dir: Path | None = None,
     console: Console | None = None,
     bars: bool = True,
-    devices: Sequence[Device] | None = None,
+    devices: Sequence[EpisodeDevice] | None = None,
     score: bool = True,
     html: bool = True,
 ) -> GridResult:

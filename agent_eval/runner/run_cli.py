@@ -5,9 +5,8 @@ Picks or starts the device, opens (or continues) the run directory, prints outco
 
 from __future__ import annotations
 
-import contextlib
-import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,10 +15,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from agent_eval.agent.llm import LLMPolicy
+from agent_eval.agent.agents import get_agent
 from agent_eval.builds.client import ChatClient, Usage, check_endpoint_url
 from agent_eval.builds.endpoint import Endpoint
-from agent_eval.device.driver import Device, online_serials
+from agent_eval.device.backend import DeviceRequest, EpisodeDevice, device_backend
 from agent_eval.errors import ConfigError, InfraError
 from agent_eval.grid import is_grid_file, run_from_path
 from agent_eval.records import BuildManifest, EngineRecord, Outcome
@@ -30,44 +29,12 @@ from agent_eval.runner.manifest import new_manifest
 from agent_eval.task import Task, load_tasks
 
 
-def free_phone_port(start: int) -> int:
-    """The first even port from `start` on where a phone's console (P) and adb port (P+1) are both free."""
-    for base in range(start - start % 2, start + 400, 2):
-        try:
-            for port in (base, base + 1):
-                with socket.socket() as s:
-                    # Ports a stopped phone left in TIME_WAIT are free to a new one (it reuses addresses too).
-                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                    s.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise InfraError(f"no free port pair for a virtual phone in {start}..{start + 400}; pass --device")
-
-
-@contextlib.contextmanager
 def devices_for_run(
     serials: Sequence[str], console: Console, phone_port: int = 5554
-) -> Iterator[list[Device]]:
+) -> AbstractContextManager[list[EpisodeDevice]]:
     """The devices to run on: those asked for, else a connected one, else a virtual phone started here."""
-    if serials:
-        yield [Device(serial) for serial in dict.fromkeys(serials)]
-        return
-    connected = sorted(online_serials())
-    if connected:
-        if len(connected) > 1:
-            console.print(
-                f"[dim]{len(connected)} devices connected; using {connected[0]} (pick with --device)"
-            )
-        yield [Device(connected[0])]
-        return
-    from agent_eval.virtual_device import start_fleet
-
-    base = free_phone_port(phone_port)
-    console.print(f"[dim]no device connected: starting a virtual phone on adb port {base + 1}")
-    with start_fleet(count=1, base_port=base) as fleet:
-        console.print(f"[dim]virtual phone {fleet.serials[0]} is up")
-        yield [Device(fleet.serials[0])]
+    request = DeviceRequest(serials=tuple(serials), phone_port=phone_port)
+    return device_backend().devices(request, lambda text: console.print(f"[dim]{text}"))
 
 
 def summary_table(summary: RunSummary) -> Table:
@@ -110,7 +77,7 @@ def _with_max_steps(tasks: Sequence[Task], max_steps: int | None) -> list[Task]:
 
 def play_build(
     cells: Sequence[Cell],
-    devices: Sequence[Device],
+    devices: Sequence[EpisodeDevice],
     endpoint: Endpoint,
     manifest: BuildManifest,
     store: RunStore,
@@ -123,7 +90,7 @@ def play_build(
     Returns what happened and the client's usage (for the build's engine record: tok/s).
     """
     with ChatClient(endpoint) as client:
-        policy = LLMPolicy(client, accepts_images=endpoint.accepts_images)
+        policy = get_agent(manifest.agent).policy(client)
         agent = BuildAgent(manifest.name, lambda instance: policy, manifest)
         summary = run_cells(
             cells,

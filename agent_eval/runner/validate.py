@@ -16,11 +16,10 @@ from pathlib import Path
 import click
 
 from agent_eval.agent.oracle import OraclePolicy
-from agent_eval.device.driver import Device, online_serials
+from agent_eval.device.backend import DeviceRequest, EpisodeDevice, device_backend
 from agent_eval.errors import AgentEvalError, TaskError
 from agent_eval.records import Outcome, StepRecord
 from agent_eval.runner.episode import run_episode
-from agent_eval.runner.run_cli import free_phone_port
 from agent_eval.task import Task, TaskInstance, goal_holds, load_tasks, start_episode
 from agent_eval.task.params import combinations
 
@@ -47,7 +46,7 @@ def seeds_for(task: Task, limit: int | None) -> range:
     return range(limit if limit is not None else combinations(task.params))
 
 
-def _check_start_only(device: Device, instance: TaskInstance, snapshot: str | None) -> str:
+def _check_start_only(device: EpisodeDevice, instance: TaskInstance, snapshot: str | None) -> str:
     """For a task without an oracle: only that its start state is what it claims. Returns a problem or ""."""
     start_episode(device, instance, snapshot=snapshot)
     held = goal_holds(instance.goal_state, device)
@@ -83,7 +82,7 @@ def _verdict(
 
 
 def check_instance(
-    device: Device, instance: TaskInstance, *, snapshot: str | None, work_dir: Path
+    device: EpisodeDevice, instance: TaskInstance, *, snapshot: str | None, work_dir: Path
 ) -> TaskCheck:
     """Play `instance`'s oracle with the episode loop (or only check its start when it has no oracle)."""
     started = time.perf_counter()
@@ -123,7 +122,7 @@ def check_instance(
 
 def validate_tasks(
     tasks: Sequence[Task],
-    device: Device,
+    device: EpisodeDevice,
     *,
     seeds: int | None = None,
     snapshot: str | None = "default_boot",
@@ -136,23 +135,11 @@ def validate_tasks(
 
 
 @contextlib.contextmanager
-def _device_for(serial: str | None, virtual: bool, phone_port: int) -> Iterator[Device]:
+def _device_for(serial: str | None, virtual: bool, phone_port: int) -> Iterator[EpisodeDevice]:
     """The device to validate on: the one named, else a connected one, else a virtual phone started here."""
-    if serial is not None:
-        yield Device(serial)
-        return
-    connected = [] if virtual else sorted(online_serials())
-    if connected:
-        click.echo(f"using the connected device {connected[0]} (pass --device to choose)", err=True)
-        yield Device(connected[0])
-        return
-    from agent_eval.virtual_device import start_fleet
-
-    base = free_phone_port(phone_port)
-    reason = "as asked" if virtual else "no device connected"
-    click.echo(f"{reason}: starting a virtual phone on adb port {base + 1}", err=True)
-    with start_fleet(count=1, base_port=base) as fleet:
-        yield Device(fleet.serials[0])
+    request = DeviceRequest(serials=(serial,) if serial else (), phone_port=phone_port, started_only=virtual)
+    with device_backend().devices(request, lambda text: click.echo(text, err=True)) as devices:
+        yield devices[0]
 
 
 def _row(check: TaskCheck) -> str:
