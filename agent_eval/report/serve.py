@@ -1,4 +1,4 @@
-"""`agent-eval view runs/ID`: serve a run directory's report on 127.0.0.1 and print the address.
+"""Serving a run directory's report on 127.0.0.1 and print the address.
 
 The report is written first when missing or older than episodes.jsonl; serving changes nothing else.
 """
@@ -11,8 +11,6 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-
-import click
 
 from agent_eval.errors import RunStoreError
 from agent_eval.rundir import EPISODES_FILE
@@ -112,16 +110,3 @@ def ensure_report(run_dir: Path) -> Path:
         card = score_run(run_dir)
         write_scorecard(run_dir, card)
     return write_html_report(run_dir, card)
-
-
-@click.command("view")
-@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
-@click.option(
-    "--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="0 picks a free port."
-)
-def view_command(run_dir: Path, port: int) -> None:
-    """Serve RUN_DIR's report (scorecard, plots, trajectories) on 127.0.0.1 until interrupted."""
-    ensure_report(run_dir)
-    with RunServer(run_dir, port) as server:
-        click.echo(f"serving {run_dir} at {server.url}  (Ctrl-C stops)", nl=True)
-        threading.Event().wait()
