@@ -12,7 +12,7 @@ from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Decision, PastStep, StepContext
 from agent_eval.agent.prompt import Prompt, action_schema, build_prompt
 from agent_eval.builds.client import ChatClient
-from agent_eval.device.observation import Observation
+from agent_eval.screen.observation import Observation
 
 
 class PromptFormat(Protocol):
