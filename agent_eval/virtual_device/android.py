@@ -190,6 +190,8 @@ def _settings(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
             items = sorted(phone.state.settings.get(ns, {}).items())
         io.out("".join(f"{k}={v}\n" for k, v in items))
         return 0
+    if verb == "reset":
+        return _settings_reset(sh, ns, args[2:], io, usage)
     if len(args) < 3 or (verb == "put" and len(args) < 4):
         io.err(usage)
         return 255
@@ -198,11 +200,29 @@ def _settings(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
         v = phone.get_setting(ns, key)
         io.out(f"{'null' if v is None else v}\n")
     elif verb == "put":
-        phone.put_setting(ns, key, args[3])
+        phone.put_setting(ns, key, args[3], untrusted=True)
         phone.prerender_soon()
     elif verb == "delete":
         io.out(f"Deleted {1 if phone.delete_setting(ns, key) else 0} rows\n")
         phone.prerender_soon()
+    return 0
+
+
+RESET_MODES = ("untrusted_defaults", "untrusted_clear", "trusted_defaults")
+
+
+def _settings_reset(sh: Shell, ns: str, rest: list[str], io: Output, usage: str) -> int:
+    """`settings reset NAMESPACE {PACKAGE_NAME | RESET_MODE}` as SettingsService does it."""
+    if not rest:
+        io.err(usage)
+        return 255
+    if ns == "system":
+        io.err("Invalid table; no reset performed\n")
+        return 0
+    mode = rest[0].lower()
+    # A package name resets what that package set; only the shell writes settings here.
+    sh.phone.reset_settings(ns, mode if mode in RESET_MODES else "untrusted_defaults")
+    sh.phone.prerender_soon()
     return 0
 
 
@@ -281,7 +301,9 @@ def _cmd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
             phone.prerender_soon()
         io.out(f"Night mode: {names.get(phone.get_setting('secure', 'ui_night_mode') or '1', 'no')}\n")
         return 0
-    elif svc == "statusbar" and rest[:1] in (["collapse"], ["expand-notifications"]):
+    elif svc == "statusbar" and rest[:1] in (["collapse"], ["expand-notifications"], ["expand-settings"]):
+        phone.set_shade(rest[0] != "collapse")  # the notifications shade shows the quick settings too
+        phone.prerender_soon()
         return 0
     io.err(f"Unknown command: {' '.join(args)}\n")
     return 255

@@ -7,6 +7,7 @@ from __future__ import annotations
 from agent_eval.virtual_device.apps import App, Catalog, Icon, Row, Screen
 from agent_eval.virtual_device.dialogs import dialog_window, keyboard_keys
 from agent_eval.virtual_device.search import search_rows
+from agent_eval.virtual_device.shade import shade_window
 from agent_eval.virtual_device.state import PhoneState
 from agent_eval.virtual_device.views import (
     Layout,
@@ -37,6 +38,8 @@ def _row_view(
     m: Metrics, pkg: str, idx: int, row: Row, summary: str, rect: Rect, clip: Rect, st: PhoneState
 ) -> View:
     """One row and its children, drawn at `rect` and reported clipped to the list's viewport."""
+    if row.enabled and row.bind is not None and st.forced(row.bind.namespace, row.bind.key):
+        row = row.model_copy(update={"enabled": False})  # a linked setting holds it (Battery Saver → dark)
     vis = _clip(rect, clip)
     assert vis is not None
     x0, y0, x1, y1 = rect
@@ -375,4 +378,5 @@ def layout(state: PhoneState, catalog: Catalog, tick: int | None = None) -> Layo
         nav_bar=(0, m.h - m.nav_h, m.w, m.h),
         list_view=lst,
         content_height=content_h,
+        shade=shade_window(m, state) if state.shade_open else None,
     )

@@ -68,6 +68,7 @@ class Layout:
     nav_bar: Rect
     list_view: View | None  # the scrollable list of the app window, if any
     content_height: int  # full height of that list's content, for clamping scrolls
+    shade: View | None = None  # the quick-settings shade, over everything, when pulled down
 
 
 class Metrics:
@@ -111,7 +112,7 @@ def value_summary(row: Row, state: PhoneState) -> str:
 
 def switch_checked(row: Row, state: PhoneState) -> bool:
     assert row.bind is not None
-    v = state.get(row.bind.namespace, row.bind.key)
+    v = state.shown(row.bind.namespace, row.bind.key)
     # "0" reads as off even where off is another value (ui_night_mode 0 = auto, not dark).
     return v not in (None, row.off_value, "0")
 
