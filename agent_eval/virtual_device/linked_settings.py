@@ -1,9 +1,9 @@
 """Settings that move together, as on a phone: each link is a row of data, applied wherever a key is written.
 
-- `Cascade`: while `when` holds, the `follows` keys are forced to their `value`; what they held before is saved
-  and written back when `when` stops holding (unless the user changed the key in between).
-- `Override`: while `when` holds, the `shows` key is displayed as `value` (switch checked and disabled, colours)
-  without changing what `settings get` reads, as Android does for dark theme under Battery Saver.
+- `Cascade`: while `when` holds, the `follows` keys are forced to their value; what they held before is
+  saved and written back when `when` stops holding (unless the user changed the key in between).
+- `Override`: while `when` holds, the `shows` key is displayed as `value` (switch checked and disabled,
+  colours) without changing what `settings get` reads, as Android does for dark theme under Battery Saver.
 """
 
 from __future__ import annotations
