@@ -12,14 +12,9 @@ from PIL import Image
 
 from agent_eval.virtual_device.apps import SETTINGS_NAMESPACES
 from agent_eval.virtual_device.keys import KEYCODES
-from agent_eval.virtual_device.shell import Output, Shell, command
+from agent_eval.virtual_device.shell import Command, Output, Shell, exception
 from agent_eval.virtual_device.storage import PhoneError
 from agent_eval.virtual_device.uiautomator import DUMP_IDLE_ERROR, DUMP_OK
-
-
-def exception(io: Output, cmd: str, exc: str, msg: str) -> int:
-    io.err(f"Exception occurred while executing '{cmd}':\n{exc}: {msg}\n")
-    return 255
 
 
 def _ints(io: Output, sub: str, vals: list[str]) -> list[int] | None:
@@ -53,7 +48,6 @@ _INPUT_SOURCES = {
 }
 
 
-@command("input")
 def _input(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if args and args[0] in _INPUT_SOURCES:
         args = args[1:]
@@ -107,7 +101,6 @@ def _input(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("screencap")
 def _screencap(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     png = "-p" in args
     files = [a for a in args if not a.startswith("-")]
@@ -135,7 +128,6 @@ def _raw(sh: Shell) -> bytes:
     return struct.pack("<4I", img.width, img.height, 1, 0) + img.tobytes()
 
 
-@command("uiautomator")
 def _uiautomator(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if not args or args[0] != "dump":
         io.err(
@@ -166,7 +158,6 @@ def _uiautomator(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("settings")
 def _settings(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     while args[:1] == ["--user"]:
         args = args[2:]
@@ -233,7 +224,6 @@ _SVC = {
 }
 
 
-@command("svc")
 def _svc(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if len(args) >= 2 and args[0] in _SVC and args[1] in ("enable", "disable"):
         ns, key = _SVC[args[0]]
@@ -250,7 +240,6 @@ def _svc(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("cmd")
 def _cmd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     phone = sh.phone
     if not args:
@@ -307,3 +296,13 @@ def _cmd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
         return 0
     io.err(f"Unknown command: {' '.join(args)}\n")
     return 255
+
+
+COMMANDS: dict[str, Command] = {
+    "input": _input,
+    "screencap": _screencap,
+    "uiautomator": _uiautomator,
+    "settings": _settings,
+    "svc": _svc,
+    "cmd": _cmd,
+}

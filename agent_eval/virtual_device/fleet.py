@@ -16,9 +16,9 @@ from types import TracebackType
 
 import adbutils
 
-from agent_eval.errors import DeviceError
-from agent_eval.virtual_device.device import adb_server_port
+from agent_eval.virtual_device.errors import PhoneStartError
 from agent_eval.virtual_device.faults import FaultConfig
+from agent_eval.virtual_device.listener import adb_server_port
 from agent_eval.virtual_device.serve import faults_per_phone
 
 
@@ -133,7 +133,7 @@ def start_fleet(
                 break
             serials.append(line)
         else:
-            raise DeviceError(f"the phone process exited before it was ready: {_tail(log_path)}")
+            raise PhoneStartError(f"the phone process exited before it was ready: {_tail(log_path)}")
         fleet.serials = serials
         _wait_online(serials, timeout, fleet)
     except BaseException:
@@ -160,10 +160,12 @@ def _wait_online(serials: list[str], timeout: float, fleet: Fleet) -> None:
     states: dict[str, str] = {}
     while time.monotonic() < deadline:
         if not fleet.alive():
-            raise DeviceError(f"the phone process died: {_tail(fleet.log_path) if fleet.log_path else ''}")
+            raise PhoneStartError(
+                f"the phone process died: {_tail(fleet.log_path) if fleet.log_path else ''}"
+            )
         with contextlib.suppress(adbutils.AdbError, OSError):
             states = {d.serial: d.state for d in client.list()}
             if all(states.get(s) == "device" for s in serials):
                 return
         time.sleep(0.1)
-    raise DeviceError(f"phones not online in the adb server after {timeout:.0f} s: {states}")
+    raise PhoneStartError(f"phones not online in the adb server after {timeout:.0f} s: {states}")

@@ -44,9 +44,9 @@ class Phone:
         self.default_size = size
         self.state = PhoneState.fresh(self.catalog, size)
         self.faults = faults or FaultInjector(serial)
-        self.storage = Storage(self)
         self.snapshots: dict[str, Snapshot] = {}
         self.lock = threading.RLock()
+        self.storage = Storage(lambda: self.state, self.lock)
         self.version = 0  # bumped on every change; keys the frame cache
         self._tick = 0
         self._render_lock = threading.Lock()
@@ -223,6 +223,18 @@ class Phone:
             else:
                 self.state.tasks[package] = [Frame(screen)]
             self.changed()
+
+    def lock_task(self, task_id: int | None) -> bool:
+        """`am task lock N` brings task N to the front and pins it; None (`stop`) unpins. True: now locked."""
+        with self.lock:
+            st = self.state
+            pkg = next((p for p, t in st.task_ids.items() if t == task_id and p in st.tasks), None)
+            st.locked_task = task_id if pkg is not None else None
+            if pkg is not None:
+                self._close_transient()
+                self._to_front(pkg)
+            self.changed()
+            return st.locked_task is not None
 
     def force_stop(self, package: str) -> None:
         with self.lock:

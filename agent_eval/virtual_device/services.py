@@ -11,7 +11,7 @@ import struct
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Executor
 
-from agent_eval.virtual_device import android, builtins, system_commands  # noqa: F401  (register commands)
+from agent_eval.virtual_device.commands import command_table
 from agent_eval.virtual_device.phone import Phone
 from agent_eval.virtual_device.shell import Output, Shell, program_names
 from agent_eval.virtual_device.storage import PhoneError
@@ -35,6 +35,7 @@ class Services:
         self.phone = phone
         self.executor = executor
         self.on_drop = on_drop
+        self.commands = command_table()
 
     def resolve(self, service: str) -> Service | None:
         if service.startswith("shell"):
@@ -68,7 +69,7 @@ class Services:
         delay = faults.latency_for(program_names(line), line)
         if delay:
             await asyncio.sleep(delay)
-        shell = Shell(self.phone)
+        shell = Shell(self.phone, self.commands)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, shell.run, line)
 
@@ -100,7 +101,7 @@ class Services:
 
     async def _interactive(self, stream: Stream, v2: bool, pty: bool) -> None:
         """`adb shell` with no command, line by line; a pty echoes, prompts and ends lines with CRLF."""
-        shell = Shell(self.phone)
+        shell = Shell(self.phone, self.commands)
         loop = asyncio.get_running_loop()
 
         async def emit(fd: int, data: bytes) -> None:

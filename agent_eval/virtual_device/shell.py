@@ -1,11 +1,12 @@
 """The phone's small shell: parsing (`;` `&&` `||` `|` quotes `$?` redirections) and the POSIX-ish builtins.
 
-Android's own commands (input, settings, am, ...) live in android.py and register into COMMANDS.
+Commands are a table given to each Shell (commands.py puts it together from the command modules).
 """
 
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -35,17 +36,18 @@ class Output:
         return b"".join(d for fd, d in self.chunks if fd == 2)
 
 
-Command = Callable[["Shell", list[str], bytes, Output], int]
-COMMANDS: dict[str, Command] = {}
+Command = Callable[["Shell", list[str], bytes, Output], int]  # (shell, args, stdin, output) -> exit code
 
 
-def command(*names: str) -> Callable[[Command], Command]:
-    def deco(fn: Command) -> Command:
-        for n in names:
-            COMMANDS[n] = fn
-        return fn
+def exception(io: Output, cmd: str, exc: str, msg: str) -> int:
+    """How a Java shell command reports an exception (ShellCommand.exec): two lines on stderr, exit 255."""
+    io.err(f"Exception occurred while executing '{cmd}':\n{exc}: {msg}\n")
+    return 255
 
-    return deco
+
+def object_hash(s: str) -> str:
+    """A stable 7-hex-digit identity hash, as Android prints for objects (`Window{4f3c1a2 ...}`)."""
+    return format(zlib.crc32(s.encode()) & 0xFFFFFFF, "07x")
 
 
 class ShellExit(Exception):
@@ -254,8 +256,9 @@ def program_names(line: str) -> list[str]:
 
 # ---- running ---------------------------------------------------------------------------------------------
 class Shell:
-    def __init__(self, phone: Phone) -> None:
+    def __init__(self, phone: Phone, commands: dict[str, Command]) -> None:
         self.phone = phone
+        self.commands = commands
         self.last_rc = 0
         self.env = {
             "HOME": "/",
@@ -350,7 +353,7 @@ class Shell:
             self._flush_files(files, simple)
             return 0
         out = Output()
-        fn = COMMANDS.get(args[0].rsplit("/", 1)[-1] if args[0].startswith("/system/") else args[0])
+        fn = self.commands.get(args[0].rsplit("/", 1)[-1] if args[0].startswith("/system/") else args[0])
         if fn is None:
             out.err(f"{SH}: {args[0]}: inaccessible or not found\n")
             rc = 127

@@ -71,6 +71,7 @@ class PhoneState:
     untrusted: set[str] = field(default_factory=set)  # "ns/key" last written from the shell
     task_ids: dict[str, int] = field(default_factory=dict)  # stable task id per package
     locked_task: int | None = None  # `am task lock N`
+    grants: set[str] = field(default_factory=set)  # "PACKAGE PERMISSION" granted with `pm grant`
 
     @classmethod
     def fresh(cls, catalog: Catalog, size: tuple[int, int] = (1080, 2400)) -> PhoneState:
@@ -139,6 +140,7 @@ class PhoneState:
             "untrusted": sorted(self.untrusted),
             "task_ids": dict(self.task_ids),
             "locked_task": self.locked_task,
+            "grants": sorted(self.grants),
         }
 
     @classmethod
@@ -160,4 +162,5 @@ class PhoneState:
             untrusted=set(data.get("untrusted", [])),
             task_ids=dict(data.get("task_ids", {})),
             locked_task=data.get("locked_task"),
+            grants=set(data.get("grants", [])),
         )

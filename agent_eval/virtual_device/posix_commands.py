@@ -1,6 +1,7 @@
 """The shell's POSIX-ish builtins: echo, cat, grep, head, tail, wc, ls, rm, mkdir, touch, sleep, sh -c, ...
 
-Each registers itself into shell.COMMANDS; outputs and exit codes follow Android's toybox.
+COMMANDS at the end is this module's part of the shell's command table; outputs and exit codes follow
+Android's toybox.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 
-from agent_eval.virtual_device.shell import Output, Shell, ShellExit, command
+from agent_eval.virtual_device.shell import Command, Output, Shell, ShellExit
 from agent_eval.virtual_device.storage import PhoneError
 
 
@@ -38,7 +39,6 @@ def _read_inputs(
     return out
 
 
-@command("echo")
 def _echo(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     newline = True
     escapes = False
@@ -69,7 +69,6 @@ def _printf_filler(values: Iterator[str]) -> Callable[[re.Match[str]], str]:
     return fill
 
 
-@command("printf")
 def _printf(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if not args:
         io.err("printf: Needs 1 argument\n")
@@ -88,33 +87,27 @@ def _printf(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("true")
 def _true(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("false")
 def _false(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 1
 
 
-@command("exit")
 def _exit(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     raise ShellExit(int(args[0]) & 0xFF if args and args[0].lstrip("-").isdigit() else sh.last_rc)
 
 
-@command("cd")
 def _cd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("pwd")
 def _pwd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     io.out("/\n")
     return 0
 
 
-@command("id")
 def _id(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     io.out(
         "uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),"
@@ -123,13 +116,11 @@ def _id(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("whoami")
 def _whoami(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     io.out("shell\n")
     return 0
 
 
-@command("sleep")
 def _sleep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     try:
         time.sleep(min(float(args[0]), 60.0))
@@ -139,10 +130,9 @@ def _sleep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("sh")
 def _sh(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if len(args) >= 2 and args[0] == "-c":
-        sub = Shell(sh.phone)
+        sub = Shell(sh.phone, sh.commands)
         sub.last_rc = sh.last_rc
         out, rc = sub.run(args[1])
         io.chunks.extend(out.chunks)
@@ -150,7 +140,6 @@ def _sh(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("cat")
 def _cat(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     files = [a for a in args if not a.startswith("-") or a == "-"]
     inputs = _read_inputs(sh, files, stdin, io, "cat")
@@ -176,7 +165,6 @@ def _head_tail_count(args: list[str]) -> tuple[int, list[str]]:
     return count, files
 
 
-@command("head")
 def _head(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     count, files = _head_tail_count(args)
     inputs = _read_inputs(sh, files, stdin, io, "head")
@@ -187,7 +175,6 @@ def _head(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("tail")
 def _tail(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     count, files = _head_tail_count(args)
     inputs = _read_inputs(sh, files, stdin, io, "tail")
@@ -198,7 +185,6 @@ def _tail(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("wc")
 def _wc(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     flags = "".join(a[1:] for a in args if a.startswith("-")) or "lwc"
     inputs = _read_inputs(sh, [a for a in args if not a.startswith("-")], stdin, io, "wc")
@@ -226,7 +212,6 @@ def _bre_to_python(p: str) -> str:
     return "".join(out)
 
 
-@command("grep", "egrep", "fgrep")
 def _grep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     flags: set[str] = set()
     patterns: list[str] = []
@@ -293,7 +278,6 @@ def _grep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0 if total else 1
 
 
-@command("ls")
 def _ls(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     long = any(a.startswith("-") and "l" in a for a in args)
     paths = [a for a in args if not a.startswith("-")] or ["/"]
@@ -317,7 +301,6 @@ def _ls_long(sh: Shell, path: str, name: str) -> str:
     return f"-rw-rw---- 1 root sdcard_rw {size} 2026-01-01 12:00 {name}"
 
 
-@command("rm")
 def _rm(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     force = any(a.startswith("-") and "f" in a for a in args)
     rc = 0
@@ -328,7 +311,6 @@ def _rm(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return rc
 
 
-@command("mkdir")
 def _mkdir(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     for p in (a for a in args if not a.startswith("-")):
         try:
@@ -339,7 +321,6 @@ def _mkdir(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("touch")
 def _touch(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     for p in (a for a in args if not a.startswith("-")):
         try:
@@ -348,3 +329,29 @@ def _touch(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
             io.err(f"touch: {e}\n")
             return 1
     return 0
+
+
+COMMANDS: dict[str, Command] = {
+    "echo": _echo,
+    "printf": _printf,
+    "true": _true,
+    "false": _false,
+    "exit": _exit,
+    "cd": _cd,
+    "pwd": _pwd,
+    "id": _id,
+    "whoami": _whoami,
+    "sleep": _sleep,
+    "sh": _sh,
+    "cat": _cat,
+    "head": _head,
+    "tail": _tail,
+    "wc": _wc,
+    "grep": _grep,
+    "egrep": _grep,
+    "fgrep": _grep,
+    "ls": _ls,
+    "rm": _rm,
+    "mkdir": _mkdir,
+    "touch": _touch,
+}
