@@ -413,8 +413,12 @@ class Phone:
                 return
             lay = self.current_layout()
             m = Metrics(self.state)
-            if y1 <= m.status_h and y2 - y1 >= m.dp(48):
-                self.state.shade_open = True  # a pull from the top edge opens the quick settings
+            down = y2 - y1 >= m.dp(48) and abs(y2 - y1) > abs(x2 - x1)
+            on_home = self.state.foreground == self.catalog.home.package and lay.dialog is None
+            if down and (y1 <= m.status_h or on_home):
+                # A pull from the top edge opens the quick settings; so does a swipe down on the home screen
+                # (the Pixel launcher's "swipe down for notifications").
+                self.state.shade_open = True
                 self.state.keyboard_shown = False
                 self.changed()
                 return
