@@ -82,85 +82,73 @@ def _search_field(rect: Rect, pkg: str, st: PhoneState) -> View:
     )
 
 
-def _list_window(m: Metrics, app: App, screen: Screen, st: PhoneState) -> tuple[View, View, int]:
+def _home_header(m: Metrics, app: App, screen: Screen, y: int) -> list[View]:
+    """Settings' home page: a large title and the search bar, instead of an app bar."""
     pkg = app.package
-    frame = st.top
-    root = View(cls="android.widget.FrameLayout", bounds=(0, 0, m.w, m.h), package=pkg, paint="window")
-    content = View(cls="android.widget.LinearLayout", bounds=(0, m.status_h, m.w, m.h - m.nav_h), package=pkg)
-    root.children.append(content)
-    y = m.status_h
-    if screen.style == "home":
-        title_rect = (m.dp(24), y + m.dp(40), m.w - m.dp(24), y + m.dp(100))
-        content.children.append(
-            View(
-                cls="android.widget.TextView",
-                bounds=title_rect,
-                package=pkg,
-                paint="big_title",
-                text=screen.title,
-                resource_id=f"{pkg}:id/homepage_title",
-            )
-        )
-        search = (m.dp(16), y + m.dp(116), m.w - m.dp(16), y + m.dp(172))
-        content.children.append(
-            View(
-                cls="android.widget.FrameLayout",
-                bounds=search,
-                package=pkg,
-                paint="search",
-                text="",
-                content_desc="Search settings",
-                resource_id=f"{pkg}:id/search_action_bar",
-                clickable=True,
-                focusable=True,
-                tap=Tap("search") if app.search_screen else Tap("none"),
-                children=[
-                    View(
-                        cls="android.widget.TextView",
-                        bounds=(search[0] + m.dp(56), search[1], search[2] - m.dp(16), search[3]),
-                        package=pkg,
-                        paint="search_text",
-                        text="Search settings",
-                    )
-                ],
-            )
-        )
-        y += m.dp(188)
+    title = View(
+        cls="android.widget.TextView",
+        bounds=(m.dp(24), y + m.dp(40), m.w - m.dp(24), y + m.dp(100)),
+        package=pkg,
+        paint="big_title",
+        text=screen.title,
+        resource_id=f"{pkg}:id/homepage_title",
+    )
+    search = (m.dp(16), y + m.dp(116), m.w - m.dp(16), y + m.dp(172))
+    label = View(
+        cls="android.widget.TextView",
+        bounds=(search[0] + m.dp(56), search[1], search[2] - m.dp(16), search[3]),
+        package=pkg,
+        paint="search_text",
+        text="Search settings",
+    )
+    bar = View(
+        cls="android.widget.FrameLayout",
+        bounds=search,
+        package=pkg,
+        paint="search",
+        text="",
+        content_desc="Search settings",
+        resource_id=f"{pkg}:id/search_action_bar",
+        clickable=True,
+        focusable=True,
+        tap=Tap("search") if app.search_screen else Tap("none"),
+        children=[label],
+    )
+    return [title, bar]
+
+
+def _app_bar(m: Metrics, pkg: str, screen: Screen, st: PhoneState, y: int) -> View:
+    """The app bar: Navigate up, then the title (or, on the search screen, the search field)."""
+    up = View(
+        cls="android.widget.ImageButton",
+        bounds=(m.dp(4), y + m.dp(8), m.dp(52), y + m.dp(56)),
+        package=pkg,
+        paint="up_arrow",
+        content_desc="Navigate up",
+        clickable=True,
+        focusable=True,
+        tap=Tap("back"),
+    )
+    title = (m.dp(64), y + m.dp(8), m.w - m.dp(16), y + m.dp(56))
+    if screen.style == "search":
+        heading = _search_field(title, pkg, st)
     else:
-        bar = (0, y, m.w, y + m.dp(64))
-        up = (m.dp(4), y + m.dp(8), m.dp(52), y + m.dp(56))
-        title = (m.dp(64), y + m.dp(8), m.w - m.dp(16), y + m.dp(56))
-        content.children.append(
-            View(
-                cls="android.view.ViewGroup",
-                bounds=bar,
-                package=pkg,
-                paint="app_bar",
-                resource_id=f"{pkg}:id/action_bar",
-                children=[
-                    View(
-                        cls="android.widget.ImageButton",
-                        bounds=up,
-                        package=pkg,
-                        paint="up_arrow",
-                        content_desc="Navigate up",
-                        clickable=True,
-                        focusable=True,
-                        tap=Tap("back"),
-                    ),
-                    _search_field(title, pkg, st)
-                    if screen.style == "search"
-                    else View(
-                        cls="android.widget.TextView",
-                        bounds=title,
-                        package=pkg,
-                        paint="bar_title",
-                        text=screen.title,
-                    ),
-                ],
-            )
+        heading = View(
+            cls="android.widget.TextView", bounds=title, package=pkg, paint="bar_title", text=screen.title
         )
-        y += m.dp(64)
+    return View(
+        cls="android.view.ViewGroup",
+        bounds=(0, y, m.w, y + m.dp(64)),
+        package=pkg,
+        paint="app_bar",
+        resource_id=f"{pkg}:id/action_bar",
+        children=[up, heading],
+    )
+
+
+def _row_list(m: Metrics, app: App, screen: Screen, st: PhoneState, y: int) -> tuple[View, int]:
+    """The RecyclerView below y with the rows in view, and the full height of its content."""
+    pkg, frame = app.package, st.top
     viewport = (0, y, m.w, m.h - m.nav_h)
     rows = search_rows(app, st, frame.query) if screen.style == "search" else visible_rows(screen, st)
     heights = [row_height(m, row, value_summary(row, st)) for _, row in rows]
@@ -182,6 +170,22 @@ def _list_window(m: Metrics, app: App, screen: Screen, st: PhoneState) -> tuple[
         if clip_rect(rect, viewport) is not None:
             lst.children.append(row_view(m, pkg, idx, row, value_summary(row, st), rect, viewport, st))
         cy += h
+    return lst, content_h
+
+
+def _list_window(m: Metrics, app: App, screen: Screen, st: PhoneState) -> tuple[View, View, int]:
+    pkg = app.package
+    root = View(cls="android.widget.FrameLayout", bounds=(0, 0, m.w, m.h), package=pkg, paint="window")
+    content = View(cls="android.widget.LinearLayout", bounds=(0, m.status_h, m.w, m.h - m.nav_h), package=pkg)
+    root.children.append(content)
+    y = m.status_h
+    if screen.style == "home":
+        content.children.extend(_home_header(m, app, screen, y))
+        y += m.dp(188)
+    else:
+        content.children.append(_app_bar(m, pkg, screen, st, y))
+        y += m.dp(64)
+    lst, content_h = _row_list(m, app, screen, st, y)
     content.children.append(lst)
     return root, lst, content_h
 
