@@ -83,6 +83,13 @@ class Painter:
             self.write((x0, (y0 + y1) // 2), v.text, size, fill, "lm")
 
     def view(self, v: View) -> None:
+        if not (self._chrome(v) or self._row_part(v) or self._dialog_part(v)) and v.paint in SHADE_PAINTS:
+            self.shade_part(v)
+        for c in v.children:
+            self.view(c)
+
+    def _chrome(self, v: View) -> bool:
+        """Window, launcher and app-bar paints; False when `v` is none of them."""
         p, d, dp = self.p, self.d, self.m.dp
         r = v.rect
         k = v.paint
@@ -117,7 +124,16 @@ class Painter:
             d.line((cx - dp(8), cy, cx, cy + dp(8)), fill=p.text, width=w)
         elif k == "bar_title":
             self.text(v, 22, p.text)
-        elif k == "header":
+        else:
+            return False
+        return True
+
+    def _row_part(self, v: View) -> bool:
+        """Paints inside list rows; False when `v` is none of them."""
+        p, d, dp = self.p, self.d, self.m.dp
+        r = v.rect
+        k = v.paint
+        if k == "header":
             self.text(v, 14, p.accent)
         elif k == "icon":
             d.ellipse(r, fill=v.color or p.subtext)
@@ -140,7 +156,16 @@ class Painter:
             x = r[0] + round(v.value * w)
             d.rectangle(r, fill=p.track_off)
             d.rectangle((x, r[1], min(r[2], x + w // 4), r[3]), fill=p.accent)
-        elif k == "dialog":
+        else:
+            return False
+        return True
+
+    def _dialog_part(self, v: View) -> bool:
+        """Dialog, field and button paints; False when `v` is none of them."""
+        p, d, dp = self.p, self.d, self.m.dp
+        r = v.rect
+        k = v.paint
+        if k == "dialog":
             d.rounded_rectangle(r, radius=dp(28), fill=p.surface)
         elif k == "dialog_title":
             self.text(v, 22, p.text)
@@ -178,10 +203,9 @@ class Painter:
                 )
         elif k == "button":
             self.text(v, 15, p.accent, anchor="mm")
-        elif k in SHADE_PAINTS:
-            self.shade_part(v)
-        for c in v.children:
-            self.view(c)
+        else:
+            return False
+        return True
 
     def switch(self, v: View) -> None:
         p, d, dp = self.p, self.d, self.m.dp
