@@ -212,6 +212,49 @@ def _bre_to_python(p: str) -> str:
     return "".join(out)
 
 
+def _grep_regexes(patterns: list[str], flags: set[str]) -> list[re.Pattern[bytes]]:
+    """grep's patterns compiled: fixed (-F), extended (-E) or basic; whole word (-w) or line (-x)."""
+    rx = []
+    for p in patterns:
+        if "F" in flags:
+            src = re.escape(p)
+        elif "E" in flags:
+            src = p
+        else:
+            src = _bre_to_python(p)
+        if "w" in flags:
+            src = rf"\b(?:{src})\b"
+        if "x" in flags:
+            src = rf"^(?:{src})$"
+        rx.append(re.compile(src.encode(), re.IGNORECASE if "i" in flags else 0))
+    return rx
+
+
+def _grep_input(
+    name: str, data: bytes, rx: list[re.Pattern[bytes]], flags: set[str], many: bool, io: Output
+) -> int:
+    """Greps one input; returns how many lines matched (-v: did not match)."""
+    count = 0
+    prefix = f"{name}:".encode() if many else b""
+    for line in data.splitlines():
+        found = [m for r in rx for m in r.finditer(line)]
+        if bool(found) == ("v" in flags):
+            continue
+        count += 1
+        if "q" in flags or "c" in flags or "l" in flags:
+            continue
+        if "o" in flags and "v" not in flags:
+            for m in found:
+                io.out(prefix + m.group(0) + b"\n")
+        else:
+            io.out(prefix + line + b"\n")
+    if "c" in flags:
+        io.out((f"{name}:" if many else "") + f"{count}\n")
+    if "l" in flags and count:
+        io.out(f"{name}\n")
+    return count
+
+
 def _grep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     flags: set[str] = set()
     patterns: list[str] = []
@@ -235,46 +278,14 @@ def _grep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
             return 2
         patterns = [rest.pop(0)]
     try:
-        rx = []
-        for p in patterns:
-            if "F" in flags:
-                src = re.escape(p)
-            elif "E" in flags:
-                src = p
-            else:
-                src = _bre_to_python(p)
-            if "w" in flags:
-                src = rf"\b(?:{src})\b"
-            if "x" in flags:
-                src = rf"^(?:{src})$"
-            rx.append(re.compile(src.encode(), re.IGNORECASE if "i" in flags else 0))
+        rx = _grep_regexes(patterns, flags)
     except re.error:
         io.err(f"grep: bad regex '{patterns[0]}'\n")
         return 2
     inputs = _read_inputs(sh, rest, stdin, io, "grep")
     if inputs is None:
         return 2
-    total = 0
-    for name, data in inputs:
-        count = 0
-        for line in data.splitlines():
-            found = [m for r in rx for m in r.finditer(line)]
-            if bool(found) == ("v" in flags):
-                continue
-            count += 1
-            if "q" in flags or "c" in flags or "l" in flags:
-                continue
-            prefix = f"{name}:".encode() if len(inputs) > 1 else b""
-            if "o" in flags and "v" not in flags:
-                for m in found:
-                    io.out(prefix + m.group(0) + b"\n")
-            else:
-                io.out(prefix + line + b"\n")
-        if "c" in flags:
-            io.out((f"{name}:" if len(inputs) > 1 else "") + f"{count}\n")
-        if "l" in flags and count:
-            io.out(f"{name}\n")
-        total += count
+    total = sum(_grep_input(name, data, rx, flags, len(inputs) > 1, io) for name, data in inputs)
     return 0 if total else 1
 
 
