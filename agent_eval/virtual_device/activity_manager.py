@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent_eval.virtual_device.apps import short_name
-from agent_eval.virtual_device.shell import Command, Output, Shell, exception
+from agent_eval.virtual_device.shell import Output, Shell, command_table, exception
 
 FLAG_OPTIONS = frozenset(
     [
@@ -231,4 +231,4 @@ def _monkey(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-COMMANDS: dict[str, Command] = {"am": _am, "monkey": _monkey}
+COMMANDS = command_table(_am, _monkey)

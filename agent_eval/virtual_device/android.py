@@ -12,7 +12,7 @@ from PIL import Image
 
 from agent_eval.virtual_device.apps import SETTINGS_NAMESPACES
 from agent_eval.virtual_device.keys import KEYCODES
-from agent_eval.virtual_device.shell import Command, Output, Shell, exception
+from agent_eval.virtual_device.shell import Output, Shell, command_table, exception
 from agent_eval.virtual_device.storage import PhoneError
 from agent_eval.virtual_device.uiautomator import DUMP_IDLE_ERROR, DUMP_OK
 
@@ -298,11 +298,4 @@ def _cmd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 255
 
 
-COMMANDS: dict[str, Command] = {
-    "input": _input,
-    "screencap": _screencap,
-    "uiautomator": _uiautomator,
-    "settings": _settings,
-    "svc": _svc,
-    "cmd": _cmd,
-}
+COMMANDS = command_table(_input, _screencap, _uiautomator, _settings, _svc, _cmd)

@@ -7,20 +7,18 @@ from __future__ import annotations
 
 from agent_eval.virtual_device.apps import App, Row, Screen
 from agent_eval.virtual_device.state import PhoneState
-from agent_eval.virtual_device.views import KEYBOARD_ROWS, Key, Metrics, Rect, Tap, View
+from agent_eval.virtual_device.views import KEYBOARD_ROWS, Key, Metrics, Rect, Tap, View, clickable
 
 
 def _button(pkg: str, rect: Rect, text: str, resource_id: str, tap: str) -> View:
-    return View(
-        cls="android.widget.Button",
-        bounds=rect,
-        package=pkg,
+    return clickable(
+        "android.widget.Button",
+        rect,
+        pkg,
+        Tap(tap),
         paint="button",
         text=text,
         resource_id=resource_id,
-        clickable=True,
-        focusable=True,
-        tap=Tap(tap),
     )
 
 
@@ -32,18 +30,16 @@ def _choices(m: Metrics, pkg: str, row: Row, st: PhoneState, box: Rect) -> View:
     opts = []
     for opt in row.options:
         opts.append(
-            View(
-                cls="android.widget.CheckedTextView",
-                bounds=(left, y, right, y + m.dp(56)),
-                package=pkg,
+            clickable(
+                "android.widget.CheckedTextView",
+                (left, y, right, y + m.dp(56)),
+                pkg,
+                Tap("choose", opt.value),
                 paint="radio",
                 text=opt.label,
                 resource_id="android:id/text1",
                 checkable=True,
                 checked=opt.value == cur,
-                clickable=True,
-                focusable=True,
-                tap=Tap("choose", opt.value),
             )
         )
         y += m.dp(56)
@@ -57,17 +53,15 @@ def _choices(m: Metrics, pkg: str, row: Row, st: PhoneState, box: Rect) -> View:
 
 
 def _text_field(pkg: str, rect: Rect, draft: str) -> View:
-    return View(
-        cls="android.widget.EditText",
-        bounds=rect,
-        package=pkg,
+    return clickable(
+        "android.widget.EditText",
+        rect,
+        pkg,
+        Tap("field"),
         paint="edit",
         text=draft,
         resource_id="android:id/edit",
-        clickable=True,
-        focusable=True,
         focused=True,
-        tap=Tap("field"),
     )
 
 

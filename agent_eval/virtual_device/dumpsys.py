@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import zlib
 
-from agent_eval.virtual_device.shell import Command, Output, Shell, object_hash
+from agent_eval.virtual_device.shell import Output, Shell, command_table, object_hash
 from agent_eval.virtual_device.views import View
 
 SERVICES = [
@@ -283,4 +283,4 @@ def _dumpsys(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-COMMANDS: dict[str, Command] = {"dumpsys": _dumpsys}
+COMMANDS = command_table(_dumpsys)

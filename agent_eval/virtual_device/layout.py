@@ -16,6 +16,7 @@ from agent_eval.virtual_device.views import (
     Rect,
     Tap,
     View,
+    clickable,
     value_summary,
     visible_rows,
 )
@@ -31,16 +32,14 @@ def _launcher(m: Metrics, app: App, screen: Screen, catalog: Catalog) -> View:
 
     def icon(i: Icon, y: int, col: int) -> View:
         rect = (col * cell_w, y, (col + 1) * cell_w, y + cell_h)
-        return View(
-            cls="android.widget.TextView",
-            bounds=rect,
-            package=pkg,
+        return clickable(
+            "android.widget.TextView",
+            rect,
+            pkg,
+            Tap("launch", i.package),
             paint="app_icon",
             text=i.label,
             content_desc=i.label,
-            clickable=True,
-            focusable=True,
-            tap=Tap("launch", i.package),
             color=catalog.apps[i.package].icon_color if i.package in catalog.apps else "#5f6368",
         )
 
@@ -68,17 +67,15 @@ def _launcher(m: Metrics, app: App, screen: Screen, catalog: Catalog) -> View:
 
 
 def _search_field(rect: Rect, pkg: str, st: PhoneState) -> View:
-    return View(
-        cls="android.widget.EditText",
-        bounds=rect,
-        package=pkg,
+    return clickable(
+        "android.widget.EditText",
+        rect,
+        pkg,
+        Tap("field"),
         paint="search_field",
         text=st.top.query,
         resource_id="android:id/search_src_text",
-        clickable=True,
-        focusable=True,
         focused=st.keyboard_shown,
-        tap=Tap("field"),
     )
 
 
@@ -119,15 +116,13 @@ def _home_header(m: Metrics, app: App, screen: Screen, y: int) -> list[View]:
 
 def _app_bar(m: Metrics, pkg: str, screen: Screen, st: PhoneState, y: int) -> View:
     """The app bar: Navigate up, then the title (or, on the search screen, the search field)."""
-    up = View(
-        cls="android.widget.ImageButton",
-        bounds=(m.dp(4), y + m.dp(8), m.dp(52), y + m.dp(56)),
-        package=pkg,
+    up = clickable(
+        "android.widget.ImageButton",
+        (m.dp(4), y + m.dp(8), m.dp(52), y + m.dp(56)),
+        pkg,
+        Tap("back"),
         paint="up_arrow",
         content_desc="Navigate up",
-        clickable=True,
-        focusable=True,
-        tap=Tap("back"),
     )
     title = (m.dp(64), y + m.dp(8), m.w - m.dp(16), y + m.dp(56))
     if screen.style == "search":

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from agent_eval.virtual_device.shell import Command, Output, Shell, exception
+from agent_eval.virtual_device.shell import Output, Shell, command_table, exception
 
 PACKAGES_FILE = Path(__file__).parent / "data" / "packages.yaml"
 FEATURES = (
@@ -233,4 +233,4 @@ def _pm(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 255
 
 
-COMMANDS: dict[str, Command] = {"pm": _pm}
+COMMANDS = command_table(_pm)

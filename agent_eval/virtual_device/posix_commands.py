@@ -10,7 +10,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 
-from agent_eval.virtual_device.shell import Command, Output, Shell, ShellExit
+from agent_eval.virtual_device.shell import Output, Shell, ShellExit, command_table
 from agent_eval.virtual_device.storage import PhoneError
 
 
@@ -165,24 +165,23 @@ def _head_tail_count(args: list[str]) -> tuple[int, list[str]]:
     return count, files
 
 
-def _head(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _head_or_tail(sh: Shell, args: list[str], stdin: bytes, io: Output, prog: str) -> int:
     count, files = _head_tail_count(args)
-    inputs = _read_inputs(sh, files, stdin, io, "head")
+    inputs = _read_inputs(sh, files, stdin, io, prog)
     if inputs is None:
         return 1
     for _, data in inputs:
-        io.out(b"".join(_lines(data)[:count]))
+        lines = _lines(data)
+        io.out(b"".join(lines[:count] if prog == "head" else lines[-count:] if count else []))
     return 0
+
+
+def _head(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    return _head_or_tail(sh, args, stdin, io, "head")
 
 
 def _tail(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
-    count, files = _head_tail_count(args)
-    inputs = _read_inputs(sh, files, stdin, io, "tail")
-    if inputs is None:
-        return 1
-    for _, data in inputs:
-        io.out(b"".join(_lines(data)[-count:] if count else []))
-    return 0
+    return _head_or_tail(sh, args, stdin, io, "tail")
 
 
 def _wc(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
@@ -342,27 +341,27 @@ def _touch(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-COMMANDS: dict[str, Command] = {
-    "echo": _echo,
-    "printf": _printf,
-    "true": _true,
-    "false": _false,
-    "exit": _exit,
-    "cd": _cd,
-    "pwd": _pwd,
-    "id": _id,
-    "whoami": _whoami,
-    "sleep": _sleep,
-    "sh": _sh,
-    "cat": _cat,
-    "head": _head,
-    "tail": _tail,
-    "wc": _wc,
-    "grep": _grep,
-    "egrep": _grep,
-    "fgrep": _grep,
-    "ls": _ls,
-    "rm": _rm,
-    "mkdir": _mkdir,
-    "touch": _touch,
-}
+COMMANDS = command_table(
+    _echo,
+    _printf,
+    _true,
+    _false,
+    _exit,
+    _cd,
+    _pwd,
+    _id,
+    _whoami,
+    _sleep,
+    _sh,
+    _cat,
+    _head,
+    _tail,
+    _wc,
+    _grep,
+    _ls,
+    _rm,
+    _mkdir,
+    _touch,
+    egrep=_grep,
+    fgrep=_grep,
+)

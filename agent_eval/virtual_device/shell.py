@@ -39,6 +39,11 @@ class Output:
 Command = Callable[["Shell", list[str], bytes, Output], int]  # (shell, args, stdin, output) -> exit code
 
 
+def command_table(*commands: Command, **aliases: Command) -> dict[str, Command]:
+    """A module's commands, each named by its function (`_grep` → `grep`), plus other names for some."""
+    return {fn.__name__.lstrip("_"): fn for fn in commands} | aliases
+
+
 def exception(io: Output, cmd: str, exc: str, msg: str) -> int:
     """How a Java shell command reports an exception (ShellCommand.exec): two lines on stderr, exit 255."""
     io.err(f"Exception occurred while executing '{cmd}':\n{exc}: {msg}\n")

@@ -6,7 +6,7 @@ Outputs follow an API 34 emulator; activity names come from the apps' data.
 from __future__ import annotations
 
 from agent_eval.virtual_device.phone import SDK
-from agent_eval.virtual_device.shell import Command, Output, Shell
+from agent_eval.virtual_device.shell import Output, Shell, command_table
 
 PROPS = {
     "dev.bootcomplete": "1",
@@ -108,12 +108,4 @@ def _quiet(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-COMMANDS: dict[str, Command] = {
-    "wm": _wm,
-    "getprop": _getprop,
-    "log": _quiet,
-    "logcat": _quiet,
-    "setprop": _quiet,
-    "ime": _quiet,
-    "sync": _quiet,
-}
+COMMANDS = command_table(_wm, _getprop, log=_quiet, logcat=_quiet, setprop=_quiet, ime=_quiet, sync=_quiet)

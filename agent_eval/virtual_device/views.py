@@ -6,6 +6,7 @@ Rendering, the uiautomator dump and touch input all read this one tree (built by
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_eval.virtual_device.apps import Row, Screen
 from agent_eval.virtual_device.state import PhoneState
@@ -124,6 +125,11 @@ def visible_rows(screen: Screen, state: PhoneState) -> list[tuple[int, Row]]:
         if cond is None or state.get(cond.namespace, cond.key) in cond.equals:
             out.append((i, row))
     return out
+
+
+def clickable(cls: str, rect: Rect, package: str, tap: Tap, **fields: Any) -> View:
+    """A view that reacts to a tap: clickable and focusable, as uiautomator reports such widgets."""
+    return View(cls=cls, bounds=rect, package=package, clickable=True, focusable=True, tap=tap, **fields)
 
 
 def contains(rect: Rect, x: int, y: int) -> bool:
