@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from agent_eval.virtual_device.apps import App, Row, Screen
 from agent_eval.virtual_device.state import PhoneState
-from agent_eval.virtual_device.views import KEYBOARD_ROWS, Key, Metrics, Rect, Tap, View, clickable
+from agent_eval.virtual_device.views import KEYBOARD_ROWS, Key, Metrics, Rect, Tap, View, clickable, edit_text
 
 
 def _button(pkg: str, rect: Rect, text: str, resource_id: str, tap: str) -> View:
@@ -52,19 +52,6 @@ def _choices(m: Metrics, pkg: str, row: Row, st: PhoneState, box: Rect) -> View:
     )
 
 
-def _text_field(pkg: str, rect: Rect, draft: str) -> View:
-    return clickable(
-        "android.widget.EditText",
-        rect,
-        pkg,
-        Tap("field"),
-        paint="edit",
-        text=draft,
-        resource_id="android:id/edit",
-        focused=True,
-    )
-
-
 def dialog_window(m: Metrics, app: App, screen: Screen, st: PhoneState) -> View | None:
     """The open dialog's window: title, then the options (choice) or a text field with OK, then Cancel."""
     d = st.dialog
@@ -92,7 +79,9 @@ def dialog_window(m: Metrics, app: App, screen: Screen, st: PhoneState) -> View 
     if d.kind == "choice":
         body = _choices(m, pkg, row, st, (left, y, left + w, top + height))
     else:
-        body = _text_field(pkg, (left + pad, y, left + w - pad, y + m.dp(56)), d.draft)
+        body = edit_text(
+            (left + pad, y, left + w - pad, y + m.dp(56)), pkg, d.draft, "android:id/edit", "edit", True
+        )
         ok = (left + w - pad - bw, by, left + w - pad, by + m.dp(48))
         buttons.append(_button(pkg, ok, "OK", "android:id/button1", "dialog_ok"))
     cancel_right = left + w - pad - (bw + m.dp(8) if buttons else 0)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -22,22 +23,15 @@ from agent_eval.virtual_device.listener import adb_server_port
 from agent_eval.virtual_device.serve import faults_per_phone
 
 
+@dataclass
 class Fleet:
     """Phones running in a child process; `serials` are online in the adb server. Stop it (or use `with`)."""
 
-    def __init__(
-        self,
-        process: subprocess.Popen[bytes],
-        serials: list[str],
-        base_port: int,
-        log_path: Path | None,
-        scratch: Path | None = None,
-    ) -> None:
-        self.process = process
-        self.serials = serials
-        self.base_port = base_port
-        self.log_path = log_path
-        self._scratch = scratch  # a temp dir we made for the log: removed on stop
+    process: subprocess.Popen[bytes]
+    serials: list[str]
+    base_port: int
+    log_path: Path | None
+    scratch: Path | None = None  # a temp dir we made for the log: removed on stop
 
     @property
     def adb_ports(self) -> list[int]:
@@ -58,9 +52,9 @@ class Fleet:
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
     def __enter__(self) -> Fleet:
         return self

@@ -13,10 +13,10 @@ from agent_eval.virtual_device.state import PhoneState
 from agent_eval.virtual_device.views import (
     Layout,
     Metrics,
-    Rect,
     Tap,
     View,
     clickable,
+    edit_text,
     value_summary,
     visible_rows,
 )
@@ -66,19 +66,6 @@ def _launcher(m: Metrics, app: App, screen: Screen, catalog: Catalog) -> View:
     return root
 
 
-def _search_field(rect: Rect, pkg: str, st: PhoneState) -> View:
-    return clickable(
-        "android.widget.EditText",
-        rect,
-        pkg,
-        Tap("field"),
-        paint="search_field",
-        text=st.top.query,
-        resource_id="android:id/search_src_text",
-        focused=st.keyboard_shown,
-    )
-
-
 def _home_header(m: Metrics, app: App, screen: Screen, y: int) -> list[View]:
     """Settings' home page: a large title and the search bar, instead of an app bar."""
     pkg = app.package
@@ -126,7 +113,9 @@ def _app_bar(m: Metrics, pkg: str, screen: Screen, st: PhoneState, y: int) -> Vi
     )
     title = (m.dp(64), y + m.dp(8), m.w - m.dp(16), y + m.dp(56))
     if screen.style == "search":
-        heading = _search_field(title, pkg, st)
+        heading = edit_text(
+            title, pkg, st.top.query, "android:id/search_src_text", "search_field", st.keyboard_shown
+        )
     else:
         heading = View(
             cls="android.widget.TextView", bounds=title, package=pkg, paint="bar_title", text=screen.title

@@ -52,7 +52,22 @@ def glyphs(text: str, px: int, anchor: str) -> tuple[Image.Image, int, int]:
     return mask, left, top
 
 
-SHADE_PAINTS = ("shade", "tile", "tile_label", "tile_state")
+CHROME_PAINTS = frozenset(
+    (
+        "window",
+        "wallpaper",
+        "app_icon",
+        "big_title",
+        "search",
+        "search_text",
+        "app_bar",
+        "up_arrow",
+        "bar_title",
+    )
+)
+ROW_PAINTS = frozenset(("header", "icon", "title", "summary", "switch", "seekbar", "progress"))
+DIALOG_PAINTS = frozenset(("dialog", "dialog_title", "radio", "edit", "search_field", "button"))
+SHADE_PAINTS = frozenset(("shade", "tile", "tile_label", "tile_state"))
 
 
 def _center(r: tuple[int, int, int, int]) -> tuple[int, int]:
@@ -83,16 +98,21 @@ class Painter:
             self.write((x0, (y0 + y1) // 2), v.text, size, fill, "lm")
 
     def view(self, v: View) -> None:
-        if not (self._chrome(v) or self._row_part(v) or self._dialog_part(v)) and v.paint in SHADE_PAINTS:
+        k = v.paint
+        if k in CHROME_PAINTS:
+            self._chrome(v, k)
+        elif k in ROW_PAINTS:
+            self._row_part(v, k)
+        elif k in DIALOG_PAINTS:
+            self._dialog_part(v, k)
+        elif k in SHADE_PAINTS:
             self.shade_part(v)
         for c in v.children:
             self.view(c)
 
-    def _chrome(self, v: View) -> bool:
-        """Window, launcher and app-bar paints; False when `v` is none of them."""
-        p, d, dp = self.p, self.d, self.m.dp
-        r = v.rect
-        k = v.paint
+    def _chrome(self, v: View, k: str) -> None:
+        """Window, launcher and app-bar paints."""
+        p, d, dp, r = self.p, self.d, self.m.dp, v.rect
         if k == "window":
             d.rectangle(r, fill=p.bg)
         elif k == "wallpaper":
@@ -124,15 +144,10 @@ class Painter:
             d.line((cx - dp(8), cy, cx, cy + dp(8)), fill=p.text, width=w)
         elif k == "bar_title":
             self.text(v, 22, p.text)
-        else:
-            return False
-        return True
 
-    def _row_part(self, v: View) -> bool:
-        """Paints inside list rows; False when `v` is none of them."""
-        p, d, dp = self.p, self.d, self.m.dp
-        r = v.rect
-        k = v.paint
+    def _row_part(self, v: View, k: str) -> None:
+        """Paints inside list rows."""
+        p, d, dp, r = self.p, self.d, self.m.dp, v.rect
         if k == "header":
             self.text(v, 14, p.accent)
         elif k == "icon":
@@ -156,15 +171,10 @@ class Painter:
             x = r[0] + round(v.value * w)
             d.rectangle(r, fill=p.track_off)
             d.rectangle((x, r[1], min(r[2], x + w // 4), r[3]), fill=p.accent)
-        else:
-            return False
-        return True
 
-    def _dialog_part(self, v: View) -> bool:
-        """Dialog, field and button paints; False when `v` is none of them."""
-        p, d, dp = self.p, self.d, self.m.dp
-        r = v.rect
-        k = v.paint
+    def _dialog_part(self, v: View, k: str) -> None:
+        """Dialog, field and button paints."""
+        p, d, dp, r = self.p, self.d, self.m.dp, v.rect
         if k == "dialog":
             d.rounded_rectangle(r, radius=dp(28), fill=p.surface)
         elif k == "dialog_title":
@@ -203,9 +213,6 @@ class Painter:
                 )
         elif k == "button":
             self.text(v, 15, p.accent, anchor="mm")
-        else:
-            return False
-        return True
 
     def switch(self, v: View) -> None:
         p, d, dp = self.p, self.d, self.m.dp

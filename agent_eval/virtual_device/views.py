@@ -132,6 +132,20 @@ def clickable(cls: str, rect: Rect, package: str, tap: Tap, **fields: Any) -> Vi
     return View(cls=cls, bounds=rect, package=package, clickable=True, focusable=True, tap=tap, **fields)
 
 
+def edit_text(rect: Rect, package: str, text: str, resource_id: str, paint: str, focused: bool) -> View:
+    """A text field (EditText); a tap on it brings the keyboard up."""
+    return clickable(
+        "android.widget.EditText",
+        rect,
+        package,
+        Tap("field"),
+        paint=paint,
+        text=text,
+        resource_id=resource_id,
+        focused=focused,
+    )
+
+
 def contains(rect: Rect, x: int, y: int) -> bool:
     return rect[0] <= x < rect[2] and rect[1] <= y < rect[3]
 
