@@ -23,7 +23,7 @@ from agent_eval.virtual_device.listener import adb_server_port
 from agent_eval.virtual_device.serve import faults_per_phone
 
 
-@dataclass
+@dataclass(eq=False)  # compared and hashed by identity, as one running fleet
 class Fleet:
     """Phones running in a child process; `serials` are online in the adb server. Stop it (or use `with`)."""
 
