@@ -62,7 +62,7 @@ def test_am_task_lock_pins_the_task(serial: str) -> None:
     assert run(serial, "am task lock stop")[0] == "Activity manager is not in lockTaskMode\n"
     run(serial, "input keyevent KEYCODE_HOME")
     assert device(serial).app_current().package == "com.google.android.apps.nexuslauncher"
-    _, err, rc = run(serial, "am task lock x")
+    _out, err, rc = run(serial, "am task lock x")
     assert rc == 255 and err.startswith("Exception occurred while executing 'task':\n")
 
 
@@ -93,8 +93,11 @@ def test_am_start_reports_the_alias_target_and_stops_with_S(serial: str) -> None
 
 def test_am_broadcast_prints_the_component(serial: str) -> None:
     out, _, rc = run(serial, "am broadcast -a com.example.PING -n com.android.shell/.BugreportReceiver")
-    intent = "Intent { act=com.example.PING flg=0x400000 cmp=com.android.shell/.BugreportReceiver }"
-    assert rc == 0 and out == f"Broadcasting: {intent}\nBroadcast completed: result=0\n"
+    assert rc == 0 and out == (
+        "Broadcasting: Intent { act=com.example.PING flg=0x400000"
+        " cmp=com.android.shell/.BugreportReceiver }\n"
+        "Broadcast completed: result=0\n"
+    )
 
 
 def test_dumpsys_input_has_a_section_per_device_with_its_orientation(serial: str) -> None:
