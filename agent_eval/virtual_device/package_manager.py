@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from agent_eval.virtual_device.shell import Output, Shell, command_table, exception
+from agent_eval.virtual_device.shell import Output, Shell, command_table, exception, object_hash
 
 PACKAGES_FILE = Path(__file__).parent / "data" / "packages.yaml"
 FEATURES = (
@@ -174,8 +174,8 @@ def _dump(sh: Shell, args: list[str], io: Output) -> int:
     with sh.phone.lock:
         granted = sorted(g.split(" ", 1)[1] for g in sh.phone.state.grants if g.startswith(pkg + " "))
     io.out(
-        f"Packages:\n  Package [{pkg}] ({abs(hash(pkg)) % 0xFFFFFFF:07x}):\n    userId=1000\n"
-        f"    pkg=Package{{{abs(hash(path)) % 0xFFFFFFF:07x} {pkg}}}\n    codePath={code}\n"
+        f"Packages:\n  Package [{pkg}] ({object_hash(pkg)}):\n    userId=1000\n"
+        f"    pkg=Package{{{object_hash(path)} {pkg}}}\n    codePath={code}\n"
         f"    resourcePath={code}\n    versionCode=34 minSdk=34 targetSdk=34\n    versionName=14\n"
         "    flags=[ SYSTEM HAS_CODE ALLOW_CLEAR_USER_DATA ]\n    User 0: ceDataInode=0 installed=true "
         "hidden=false suspended=false distractionFlags=0 stopped=false notLaunched=false enabled=0\n"
