@@ -96,7 +96,7 @@ def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
         module = _module(path)
-        graph[module] = {name for name, _ in _imports(path) if name != module and (module, name) not in KNOWN}
+        graph[module] = {name for name, _ in _imports(path) if name != module}
     return graph
 
 
