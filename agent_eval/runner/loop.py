@@ -12,8 +12,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
 
 from agent_eval.agent.policy import Policy
+from agent_eval.builds.endpoint import Endpoint
 from agent_eval.device.driver import Device
 from agent_eval.errors import InfraError
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
@@ -42,6 +45,62 @@ class BuildAgent:
     name: str
     policy_for: Callable[[TaskInstance], Policy]
     manifest: BuildManifest | None = None
+    endpoint: Endpoint | None = None  # where it answers, for seats that make their own policy (cluster)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """Where and as what one attempt of a cell is recorded."""
+
+    run_id: str
+    number: int
+    episode_dir: Path  # fresh and empty, on this host
+    run_dir: Path
+    snapshot: str | None
+
+
+class Seat(Protocol):
+    """Where episodes are played one at a time: a phone here (LocalSeat), or one on a cluster node."""
+
+    @property
+    def serial(self) -> str: ...
+
+    def play(self, cell: Cell, agent: BuildAgent, attempt: Attempt) -> EpisodeRecord:
+        """Play the attempt with the step files in attempt.episode_dir; infra errors are records."""
+        ...
+
+    def still_online(self) -> bool:
+        """After an infra error: whether the phone is still there (else it is retired)."""
+        ...
+
+
+@dataclass(frozen=True)
+class LocalSeat:
+    """A phone the adb server of this host lists."""
+
+    device: Device
+
+    @property
+    def serial(self) -> str:
+        return self.device.serial
+
+    def play(self, cell: Cell, agent: BuildAgent, attempt: Attempt) -> EpisodeRecord:
+        instance = cell.task.instantiate(cell.seed)
+        return run_episode(
+            self.device,
+            instance,
+            agent.policy_for(instance),
+            build=cell.build,
+            run_id=attempt.run_id,
+            episode_dir=attempt.episode_dir,
+            manifest=agent.manifest,
+            attempt=attempt.number,
+            relative_to=attempt.run_dir,
+            snapshot=attempt.snapshot,
+        )
+
+    def still_online(self) -> bool:
+        return _still_online(self.device)
 
 
 @dataclass
@@ -66,7 +125,7 @@ EpisodeCallback = Callable[[Cell, EpisodeRecord], None]
 
 def run_cells(
     cells: Sequence[Cell],
-    devices: Sequence[Device],
+    devices: Sequence[Device | Seat],
     agents: Mapping[str, BuildAgent],
     store: RunStore,
     *,
@@ -84,6 +143,7 @@ def run_cells(
     """
     if not devices:
         raise InfraError("no device to run episodes on")
+    seats: list[Seat] = [LocalSeat(d) if isinstance(d, Device) else d for d in devices]
     missing = sorted({c.build for c in cells} - set(agents))
     if missing:
         raise ValueError(f"no agent for build(s) {', '.join(missing)}")
@@ -103,26 +163,15 @@ def run_cells(
     failure: list[BaseException] = []
     failed_in_a_row = 0
 
-    def play(device: Device, cell: Cell) -> bool:
+    def play(device: Seat, cell: Cell) -> bool:
         """Run a cell to a scored record or out of attempts; False when the device is gone."""
         nonlocal failed_in_a_row
         agent = agents[cell.build]
-        instance = cell.task.instantiate(cell.seed)
         previous = earlier_attempts.get(cell.key, 0)
         for attempt in range(1, max_attempts + 1):
             episode_dir = store.fresh_episode_dir(cell.build, cell.task.id, cell.seed)
-            record = run_episode(
-                device,
-                instance,
-                agent.policy_for(instance),
-                build=cell.build,
-                run_id=run_id,
-                episode_dir=episode_dir,
-                manifest=agent.manifest,
-                attempt=previous + attempt,
-                relative_to=store.run_dir,
-                snapshot=snapshot,
-            )
+            place = Attempt(run_id, previous + attempt, episode_dir, store.run_dir, snapshot)
+            record = device.play(cell, agent, place)
             store.append(record)
             with lock:
                 if record.outcome is Outcome.INFRA_ERROR:
@@ -135,7 +184,7 @@ def run_cells(
                 with lock:
                     failed_in_a_row = 0
                 return True
-            if not _still_online(device):
+            if not device.still_online():
                 with lock:
                     summary.retired_devices.append(device.serial)
                 todo.put(cell)  # another device may still run it
@@ -168,7 +217,7 @@ def run_cells(
             time.sleep(0.05)
         return None
 
-    def worker(device: Device) -> None:
+    def worker(device: Seat) -> None:
         nonlocal busy
         try:
             while (cell := next_cell()) is not None:
@@ -184,10 +233,10 @@ def run_cells(
                 failure.append(e)
             stop.set()
 
-    if len(devices) == 1:
-        worker(devices[0])
+    if len(seats) == 1:
+        worker(seats[0])
     else:
-        threads = [threading.Thread(target=worker, args=(d,), name=f"episodes-{d.serial}") for d in devices]
+        threads = [threading.Thread(target=worker, args=(d,), name=f"episodes-{d.serial}") for d in seats]
         for t in threads:
             t.start()
         try:
