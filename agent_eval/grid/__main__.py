@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-steps", type=int, dest="max_steps")
     parser.add_argument("--max-attempts", type=int, dest="max_attempts")
     parser.add_argument("--run-dir", dest="run_dir")
+    parser.add_argument("--cluster", help="a Ray cluster's address, or auto (docs/cluster.md)")
     parser.add_argument("--no-bars", action="store_false", dest="bars", default=None)
     args = vars(parser.parse_args(argv))
     paths = args.pop("paths")

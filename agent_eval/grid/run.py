@@ -5,13 +5,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from rich.console import Console
@@ -34,10 +35,13 @@ from agent_eval.grid.schedule import Engines, phones
 from agent_eval.grid.spec import GridSpec, is_task_id, load_grid, parse_grid, resolve_path
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
 from agent_eval.report.thumbnails import episode_thumbnails
-from agent_eval.runner.loop import Cell, RunSummary, run_cells
+from agent_eval.runner.loop import Cell, RunSummary, Seat, run_cells
 from agent_eval.runner.store import RunStore, new_manifest
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.task import Task
+
+if TYPE_CHECKING:
+    from agent_eval.cluster import Cluster, ClusterEngines
 
 GRID_COPY = "grid.yaml"
 
@@ -147,13 +151,13 @@ class _Grid:
         tasks: list[Task],
         builds: GridBuilds,
         store: RunStore,
-        engines: Engines,
+        engines: Engines | ClusterEngines,
         progress: GridProgress,
         result: GridResult,
     ) -> None:
         self.spec, self.tasks, self.builds, self.store = spec, tasks, builds, store
         self.engines, self.progress, self.result = engines, progress, result
-        self.devices: list[Device] = []
+        self.devices: list[Device | Seat] = []
 
     def show_plan(self, targets: dict[CellKey, int]) -> None:
         finished = self.store.finished()
@@ -164,7 +168,7 @@ class _Grid:
             done[build] += sum(1 for seed in range(count) if (build, task_id, seed) in finished)
         self.progress.plan(planned, done)
 
-    def run(self, devices: list[Device]) -> None:
+    def run(self, devices: Sequence[Device | Seat]) -> None:
         self.devices = list(devices)
         before = set(self.store.finished())
         try:
@@ -283,10 +287,16 @@ def run_grid(
             else Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-grid"
         )
     result = GridResult(run_dir=run_dir, reference=builds.reference, skipped_builds=dict(builds.skipped))
+    cluster = _join(spec, builds, console) if spec.cluster and devices is None else None
 
     store = RunStore(run_dir)
-    _refuse_fewer_seeds(store, spec)
-    store.open(new_manifest(run_dir.name, _config(spec, builds.reference), tasks, manifests))
+    try:
+        _refuse_fewer_seeds(store, spec)
+        store.open(new_manifest(run_dir.name, _config(spec, builds.reference), tasks, manifests))
+    except BaseException:
+        if cluster is not None:
+            cluster.close()
+        raise
     try:
         (run_dir / GRID_COPY).write_text(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
         console.print(
@@ -294,21 +304,44 @@ def run_grid(
             f"({', '.join(builds.names)}; reference {builds.reference}) × {spec.seeds} seed(s), "
             f"{spec.serving}, {spec.device_count} device(s)"
         )
-        engines = Engines(run_dir, spec.engine_base_port, console.print)
+        engines = (
+            cluster.engines(run_dir, manifests, console.print)
+            if cluster
+            else Engines(run_dir, spec.engine_base_port, console.print)
+        )
         with GridProgress(console, builds.names, bars=bars) as progress:
             grid = _Grid(spec, tasks, builds, store, engines, progress, result)
             if devices is not None:
                 grid.run(list(devices))
             else:
-                with phones(spec, progress.say) as started:
+                with _phones(spec, cluster, progress.say) as started:
                     grid.run(started)
     finally:
         store.close()
+        if cluster is not None:
+            cluster.close()
     for note in result.notes:
         console.print(f"[dim]{note}")
     if score:
         result.scorecard = write_scorecard(run_dir, builds.reference, spec.margin, console, html=html)
     return result
+
+
+def _join(spec: GridSpec, builds: GridBuilds, console: Console) -> Cluster:
+    """The Ray cluster the spec names, checked before the run directory is touched (ClusterError)."""
+    from agent_eval.cluster import Cluster
+
+    assert spec.cluster is not None
+    console.print(f"joining the Ray cluster at {spec.cluster}")
+    return Cluster(spec.cluster, builds.builds)
+
+
+def _phones(spec: GridSpec, cluster: Cluster | None, say: Any) -> contextlib.AbstractContextManager[Any]:
+    """The grid's phones: on this host, or actors on the cluster's phone nodes."""
+    if cluster is None:
+        return phones(spec, say)
+    serials = spec.devices if isinstance(spec.devices, list) else None
+    return cluster.phones(spec.device_count, serials, spec.phone_base_port, say)
 
 
 def write_scorecard(

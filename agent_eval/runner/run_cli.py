@@ -203,6 +203,7 @@ def summary_problems(summary: RunSummary, max_attempts: int) -> list[str]:
     "--timeout", "timeout_s", type=float, default=120.0, show_default=True, help="Seconds per request."
 )
 @click.option("--max-attempts", type=click.IntRange(min=1), help="Per episode (default 3).")
+@click.option("--cluster", help="Run the grid's phones and engines on this Ray cluster (host:port or auto).")
 @click.option(
     "--phone-port",
     type=int,
@@ -234,6 +235,7 @@ def run_command(
     max_tokens: int,
     timeout_s: float,
     max_attempts: int | None,
+    cluster: str | None,
     phone_port: int,
 ) -> None:
     """Run TASK files, folders of them, or a grid file.
@@ -257,6 +259,7 @@ def run_command(
             "max_steps": max_steps,
             "max_attempts": max_attempts,
             "run_dir": run_dir,
+            "cluster": cluster,
         }
         if no_bars:
             overrides["bars"] = False
@@ -266,6 +269,8 @@ def run_command(
         raise ConfigError("--endpoint needs --model: the model name that endpoint serves")
     if any(is_grid_file(t) for t in tasks):
         raise ConfigError("a grid file names its own builds: drop --endpoint, or pass task files instead")
+    if cluster is not None:
+        raise ConfigError("--cluster runs grids: drop --endpoint, or run the tasks without --cluster")
     _run_endpoint(
         tasks,
         endpoint_url,
