@@ -14,6 +14,7 @@ from agent_eval.errors import ClusterError
 
 PHONE = "phone"  # the custom resource a node declares per phone it can run
 CONNECT_TIMEOUT_S = 5.0
+_HOUSEKEEPING = {"memory", "object_store_memory"}  # every node has them; they only clutter a message
 
 
 def ray_module() -> Any:
@@ -78,7 +79,8 @@ def nodes() -> list[dict[str, Any]]:
 def _describe(found: Sequence[Mapping[str, Any]]) -> str:
     parts = []
     for n in found:
-        res = ", ".join(f"{k}: {v:g}" for k, v in sorted(n["resources"].items()) if not k.startswith("node:"))
+        shown = {k: v for k, v in n["resources"].items() if k not in _HOUSEKEEPING and ":" not in k}
+        res = ", ".join(f"{k}: {v:g}" for k, v in sorted(shown.items()))
         parts.append(f"{n['ip']} ({n['id'][:8]}) has {{{res}}}")
     return "; ".join(parts) or "no live node"
 

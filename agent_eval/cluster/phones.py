@@ -157,7 +157,8 @@ class RemoteSeat:
             return _lost_attempt(cell, agent, attempt, self, started, f"{self.dead}: {type(e).__name__}")
         for name, data in files.items():
             (attempt.episode_dir / name).write_bytes(data)
-        return EpisodeRecord.model_validate_json(text)
+        # The serial alone is ambiguous on a cluster: two nodes may both have emulator-5554.
+        return EpisodeRecord.model_validate_json(text).model_copy(update={"device": self.serial})
 
     def still_online(self) -> bool:
         if self.dead is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -279,7 +279,6 @@ def run_grid(
     builds = resolve_builds(spec)
     for name, reason in builds.skipped.items():
         console.print(f"[yellow]{name}: skipped, cannot run on this host: {reason}")
-    manifests = _manifests(builds, lambda line: console.print(f"[dim]{line}"))
     if run_dir is None:
         run_dir = (
             resolve_path(spec.run_dir, spec.base)
@@ -287,16 +286,33 @@ def run_grid(
             else Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-grid"
         )
     result = GridResult(run_dir=run_dir, reference=builds.reference, skipped_builds=dict(builds.skipped))
-    cluster = _join(spec, builds, console) if spec.cluster and devices is None else None
+    # A cluster is joined and checked first: what it lacks is said before weights or the run dir are touched.
+    with _joined(spec, builds, console, devices is None) as cluster:
+        manifests = _manifests(builds, lambda line: console.print(f"[dim]{line}"))
+        _session(spec, tasks, builds, manifests, result, console, bars, devices, cluster)
+    for note in result.notes:
+        console.print(f"[dim]{note}")
+    if score:
+        result.scorecard = write_scorecard(run_dir, builds.reference, spec.margin, console, html=html)
+    return result
 
+
+def _session(
+    spec: GridSpec,
+    tasks: list[Task],
+    builds: GridBuilds,
+    manifests: list[BuildManifest],
+    result: GridResult,
+    console: Console,
+    bars: bool,
+    devices: Sequence[Device] | None,
+    cluster: Cluster | None,
+) -> None:
+    """Open the run store, then play the phases on the given, started or cluster phones."""
+    run_dir = result.run_dir
     store = RunStore(run_dir)
-    try:
-        _refuse_fewer_seeds(store, spec)
-        store.open(new_manifest(run_dir.name, _config(spec, builds.reference), tasks, manifests))
-    except BaseException:
-        if cluster is not None:
-            cluster.close()
-        raise
+    _refuse_fewer_seeds(store, spec)
+    store.open(new_manifest(run_dir.name, _config(spec, builds.reference), tasks, manifests))
     try:
         (run_dir / GRID_COPY).write_text(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
         console.print(
@@ -318,22 +334,22 @@ def run_grid(
                     grid.run(started)
     finally:
         store.close()
-        if cluster is not None:
-            cluster.close()
-    for note in result.notes:
-        console.print(f"[dim]{note}")
-    if score:
-        result.scorecard = write_scorecard(run_dir, builds.reference, spec.margin, console, html=html)
-    return result
 
 
-def _join(spec: GridSpec, builds: GridBuilds, console: Console) -> Cluster:
-    """The Ray cluster the spec names, checked before the run directory is touched (ClusterError)."""
+@contextlib.contextmanager
+def _joined(spec: GridSpec, builds: GridBuilds, console: Console, wanted: bool) -> Iterator[Cluster | None]:
+    """The Ray cluster the spec names (None: this host), checked, and left on the way out (ClusterError)."""
+    if spec.cluster is None or not wanted:
+        yield None
+        return
     from agent_eval.cluster import Cluster
 
-    assert spec.cluster is not None
     console.print(f"joining the Ray cluster at {spec.cluster}")
-    return Cluster(spec.cluster, builds.builds)
+    cluster = Cluster(spec.cluster, builds.builds)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
 
 
 def _phones(spec: GridSpec, cluster: Cluster | None, say: Any) -> contextlib.AbstractContextManager[Any]:

@@ -162,6 +162,7 @@ def run_cells(
     stop = threading.Event()
     failure: list[BaseException] = []
     failed_in_a_row = 0
+    tried: Counter[EpisodeKey] = Counter()
 
     def play(device: Seat, cell: Cell) -> bool:
         """Run a cell to a scored record or out of attempts; False when the device is gone."""
@@ -169,8 +170,11 @@ def run_cells(
         agent = agents[cell.build]
         previous = earlier_attempts.get(cell.key, 0)
         for attempt in range(1, max_attempts + 1):
+            with lock:  # a cell requeued from a lost phone counts on from its attempts there
+                tried[cell.key] += 1
+                number = previous + tried[cell.key]
             episode_dir = store.fresh_episode_dir(cell.build, cell.task.id, cell.seed)
-            place = Attempt(run_id, previous + attempt, episode_dir, store.run_dir, snapshot)
+            place = Attempt(run_id, number, episode_dir, store.run_dir, snapshot)
             record = device.play(cell, agent, place)
             store.append(record)
             with lock:
