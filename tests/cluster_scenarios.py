@@ -191,10 +191,45 @@ def bad_input(out: Path) -> dict[str, Any]:
     return seen
 
 
+def real_engine(out: Path) -> dict[str, Any]:
+    """The bf16 build on vLLM: its engine an actor on the worker (engine_host), then the same grid locally."""
+    from agent_eval.builds import load_builds
+
+    bf16 = load_builds().get("bf16").model_dump(mode="json", exclude_none=True)
+    (out / "builds.yaml").write_text(yaml.safe_dump({"builds": [{**bf16, "resources": {"engine_host": 1}}]}))
+    base = {"tasks": ["airplane_mode_on"], "builds_file": str(out / "builds.yaml"), "seeds": 2}
+    base |= {"adaptive": {"enabled": False}, "max_steps": 3, "devices": 1}
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "resources": {"phone": 1}, "_system_config": QUICK_HEALTH},
+    )
+    cluster.add_node(num_cpus=1, resources={"engine_host": 1})
+    cluster.wait_for_nodes()
+    seen: dict[str, Any] = {}
+    runs = (
+        ("cluster", {"cluster": cluster.address, "phone_base_port": 5760}),
+        ("local", {"phone_base_port": 5780}),
+    )
+    for name, extra in runs:
+        path = out / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({**base, **extra, "run_dir": str(out / name)}))
+        if name == "local":
+            cluster.shutdown()  # one vLLM server at a time
+        seen[name] = summary(*run(path), out / name)
+        engine = out / name / "engines" / "bf16.json"
+        seen[name]["engine"] = json.loads(engine.read_text()) if engine.exists() else None
+        log = out / name / "engines" / "bf16.log"
+        seen[name]["engine_log"] = log.read_text(errors="replace")[-4000:] if log.exists() else ""
+    return seen
+
+
 SCENARIOS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "scripted": scripted,
     "kill_worker": kill_worker,
     "bad_input": bad_input,
+    "real_engine": real_engine,
 }
 
 if __name__ == "__main__":
