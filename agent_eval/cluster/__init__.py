@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from agent_eval.builds import Build
-from agent_eval.builds.client import Usage
+from agent_eval.builds.client import Usage, add_usage
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.cluster.connect import check_engines, check_phones, connect, disconnect, nodes
 from agent_eval.cluster.engines import ClusterEngines
@@ -45,8 +45,6 @@ class Cluster:
             yield seats
 
     def usage_of(self, endpoint: Endpoint) -> Usage:
-        from agent_eval.grid.schedule import add_usage
-
         total = Usage()
         for seat in self.seats:
             total = add_usage(total, seat.usage(endpoint))

@@ -17,7 +17,7 @@ from typing import Any
 
 from agent_eval.agent.policy import Policy
 from agent_eval.builds import Build, ServedBuild, serve
-from agent_eval.builds.client import Usage
+from agent_eval.builds.client import Usage, add_usage
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.launcher import MAX_RESTARTS
 from agent_eval.cluster.connect import engine_options, ray_module
@@ -141,8 +141,6 @@ class ClusterEngines:
         return {name: live.agent(self.manifests.get(name)) for name, live in self.live.items()}
 
     def _total_usage(self, live: _Live) -> Usage:
-        from agent_eval.grid.schedule import add_usage
-
         return add_usage(live.usage, self.usage_of(live.endpoint))
 
     def _write_record(self, live: _Live, usage: Usage | None = None) -> None:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent_eval.agent.llm import LLMPolicy
 from agent_eval.agent.policy import Policy
 from agent_eval.builds import Build, ServedBuild, serve
-from agent_eval.builds.client import ChatClient, Usage
+from agent_eval.builds.client import ChatClient, Usage, add_usage
 from agent_eval.builds.host import port_is_free
 from agent_eval.device.driver import Device
 from agent_eval.errors import ConfigError
@@ -37,11 +37,6 @@ def phones(spec: GridSpec, say: Say) -> Iterator[list[Device]]:
     with start_fleet(count=spec.devices, base_port=spec.phone_base_port) as fleet:
         say(f"phones up: {', '.join(fleet.serials)}")
         yield [Device(serial) for serial in fleet.serials]
-
-
-def add_usage(a: Usage, b: Usage) -> Usage:
-    """Two clients' tallies as one (a build served again in a later phase keeps counting)."""
-    return replace(a, **{f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(Usage)})
 
 
 def _agent(name: str, client: ChatClient, served: ServedBuild) -> BuildAgent:
