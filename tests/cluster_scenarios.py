@@ -221,7 +221,8 @@ def real_engine(out: Path) -> dict[str, Any]:
         engine = out / name / "engines" / "bf16.json"
         seen[name]["engine"] = json.loads(engine.read_text()) if engine.exists() else None
         log = out / name / "engines" / "bf16.log"
-        seen[name]["engine_log"] = log.read_text(errors="replace")[-4000:] if log.exists() else ""
+        text = log.read_text(errors="replace") if log.exists() else ""
+        seen[name]["engine_log"] = text[:500] + text[-3000:]
     return seen
 
 
