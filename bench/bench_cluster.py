@@ -9,7 +9,7 @@ cluster (head + worker, 4 `phone` each) and plays airplane_mode_on episodes agai
 - Throughput: the endpoint answers after a fixed delay; the same cells on 1 phone actor and on 4.
   Target ≥ 3.5× (the scheduler is not the bottleneck).
 
-    .venv/bin/python bench/bench_cluster.py [--episodes 12] [--delay 1.0]
+    .venv/bin/python bench/bench_cluster.py [--episodes 16] [--delay 2.0]
 """
 
 from __future__ import annotations
@@ -139,8 +139,8 @@ def bench(args: argparse.Namespace) -> int:
 def main() -> int:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
-    parser.add_argument("--episodes", type=int, default=12)
-    parser.add_argument("--delay", type=float, default=1.0, help="the endpoint's seconds per answer")
+    parser.add_argument("--episodes", type=int, default=16)
+    parser.add_argument("--delay", type=float, default=2.0, help="the endpoint's seconds per answer")
     args = parser.parse_args()
     if os.environ.get(MARKER) != "1":
         # Ray only inside a network namespace of our own: 127.0.0.1 is all there is, nothing leaves.
