@@ -169,6 +169,8 @@ def bad_input(out: Path) -> dict[str, Any]:
     seen["no_phones"] = summary(*run(no_phones), out / "no_phones")
     cluster.shutdown()
     cluster, _ = two_nodes()
+    absent = grid_file(out, "absent", servers, cluster=cluster.address, devices=["emulator-5998"])
+    seen["absent_phone"] = summary(*run(absent), out / "absent")
     file = out / "builds.yaml"
     greedy = grid_file(out, "greedy", servers, cluster=cluster.address)
     data = yaml.safe_load(file.read_text())

@@ -77,6 +77,13 @@ def test_a_worker_node_killed_mid_grid_leaves_every_cell_played_once_on_the_othe
 
 def test_bad_cluster_input_is_named_before_the_run_directory_is_touched(tmp_path: Path) -> None:
     seen = scenario("bad_input", tmp_path)
+    absent = seen.pop("absent_phone")  # found only once phone actors start on their nodes
+    assert absent["problems"] is None and "episodes.jsonl" not in absent["run_dir_files"]
+    assert (
+        "no phone could start on the cluster: node 127.0.0.1 declares `phone` but none of the phones "
+        in (absent["text"])
+    )
+    assert "['emulator-5998'] is free in its adb server (connected there: none)" in absent["text"]
     for case in seen.values():
         assert case["problems"] is None and not case["run_dir_exists"], case
     assert seen["unreachable"]["text"].startswith("ClusterError: no Ray cluster answers at 127.0.0.1:")
