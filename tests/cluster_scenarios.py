@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 from scripted_endpoint import free_port
-from test_grid_e2e import GoalAgent, builds_file
+from test_grid_e2e import GoalAgent, builds_file, start_agents
 
 from agent_eval.errors import AgentEvalError
 from agent_eval.grid import GridResult, load_grid, run_grid
@@ -39,17 +39,6 @@ def two_nodes(head_phones: int = 2, worker_phones: int = 2) -> Any:
     worker = cluster.add_node(num_cpus=1, resources={"phone": worker_phones} if worker_phones else {})
     cluster.wait_for_nodes()
     return cluster, worker
-
-
-def agents() -> dict[str, GoalAgent]:
-    servers = {
-        "good": GoalAgent(model="good"),
-        "good-again": GoalAgent(model="good-again"),
-        "degraded": GoalAgent(undo_odd_seeds=True, model="degraded"),
-    }
-    for server in servers.values():
-        server.start()
-    return servers
 
 
 def grid_file(out: Path, name: str, servers: dict[str, GoalAgent], **fields: Any) -> Path:
@@ -113,7 +102,7 @@ def summary(result: GridResult | None, text: str, run_dir: Path) -> dict[str, An
 
 def scripted(out: Path) -> dict[str, Any]:
     """The same grid on a two-node cluster (4 phone actors) and locally (2 phones)."""
-    servers = agents()
+    servers = start_agents()
     cluster, _ = two_nodes()
     on_cluster = grid_file(out, "cluster", servers, cluster=cluster.address, devices=4, phone_base_port=5700)
     result, text = run(on_cluster)
@@ -128,7 +117,7 @@ def scripted(out: Path) -> dict[str, Any]:
 
 def kill_worker(out: Path) -> dict[str, Any]:
     """A grid whose worker node's raylet is SIGKILLed once an episode ran there."""
-    servers = agents()
+    servers = start_agents()
     for server in servers.values():
         server.delay_s = 0.3
     cluster, worker = two_nodes()
@@ -160,7 +149,7 @@ def kill_worker(out: Path) -> dict[str, Any]:
 
 def bad_input(out: Path) -> dict[str, Any]:
     """An unreachable address, a build asking for resources no node has, nodes without phones."""
-    servers = agents()
+    servers = start_agents()
     seen: dict[str, Any] = {}
     nowhere = grid_file(out, "nowhere", servers, cluster=f"127.0.0.1:{free_port()}")
     seen["unreachable"] = summary(*run(nowhere), out / "nowhere")
