@@ -149,6 +149,9 @@ def main() -> int:
         env = {**os.environ, MARKER: "1", "RAY_USAGE_STATS_ENABLED": "0"}
         return subprocess.run(["unshare", "-n", "sh", "-c", inner], env=env, check=False).returncode
     code = bench(args)
+    from cluster_scenarios import stop_adb_server
+
+    stop_adb_server()
     sys.stdout.flush()
     os._exit(code)
 

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -25,6 +26,13 @@ from test_grid_e2e import GoalAgent, builds_file, start_agents
 
 from agent_eval.errors import AgentEvalError
 from agent_eval.grid import GridResult, load_grid, run_grid
+
+def stop_adb_server() -> None:
+    """The phones started an adb server in this namespace; it would outlive us (and keep the namespace)."""
+    import adbutils
+
+    subprocess.run([adbutils.adb_path(), "kill-server"], capture_output=True, timeout=30, check=False)
+
 
 QUICK_HEALTH = {"health_check_period_ms": 500, "health_check_failure_threshold": 4}
 
@@ -229,4 +237,5 @@ if __name__ == "__main__":
     out.mkdir(parents=True, exist_ok=True)
     found = SCENARIOS[name](out)
     (out / "result.json").write_text(json.dumps(found, default=str))
+    stop_adb_server()
     os._exit(0)  # scripted endpoints' threads and Ray's leftovers must not hold the namespace open
