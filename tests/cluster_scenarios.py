@@ -27,6 +27,7 @@ from test_grid_e2e import GoalAgent, builds_file, start_agents
 from agent_eval.errors import AgentEvalError
 from agent_eval.grid import GridResult, load_grid, run_grid
 
+
 def stop_adb_server() -> None:
     """The phones started an adb server in this namespace; it would outlive us (and keep the namespace)."""
     import adbutils
