@@ -4,6 +4,7 @@ the head, against the same grid run locally (one vLLM server at a time), inside 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,10 @@ def test_the_bf16_engine_as_a_cluster_actor_plays_every_episode_as_the_local_eng
     assert cluster["step_files"] == local["step_files"]
     # The engine ran on the worker (the only node with engine_host), with the launcher's pinning and memory
     # sampling, and its record and log came back to the head's run directory.
-    assert "answers at http://127.0.0.1:" in cluster["text"] and "on the cluster" in cluster["text"]
+    engine_node = re.search(r"bf16 answers at http://127\.0\.0\.1:\d+/v1 \(node [\d.]+/(\w+)\)", cluster["text"])
+    assert engine_node is not None, cluster["text"][:2000]
+    phone_nodes = {e["device"].rsplit("/", 1)[1] for e in cluster["episodes"]}
+    assert phone_nodes and engine_node.group(1) not in phone_nodes  # engine on the worker, phones on the head
     engine = cluster["engine"]
     assert engine["pinning"]["cpus"] == "0-1" and engine["peak_rss_mb"] > 100 and engine["startup_s"] > 0
     assert engine["requests"] >= sum(e["steps"] for e in mine.values()) and engine["restarts"] == 0

@@ -41,12 +41,12 @@ class EngineHost:
         self.served: ServedBuild | None = None
 
     def start(self) -> tuple[Endpoint, str]:
-        """Start the engine; its endpoint and this node's address."""
+        """Start the engine; its endpoint and this node (address/id)."""
         ray = ray_module()
         ip = ray.util.get_node_ip_address()
         os.environ["AGENT_EVAL_ENGINE_HOST"] = ip  # phones on other nodes must reach it
         self.served = self.stack.enter_context(serve(self.build, self.scratch))
-        return self.served.endpoint, ip
+        return self.served.endpoint, f"{ip}/{ray.get_runtime_context().get_node_id()[:8]}"
 
     def alive(self) -> bool:
         return self.served is not None and self.served.alive()
