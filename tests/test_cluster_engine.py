@@ -32,7 +32,8 @@ def test_the_bf16_engine_as_a_cluster_actor_plays_every_episode_as_the_local_eng
     assert cluster["step_files"] == local["step_files"]
     # The engine ran on the worker (the only node with engine_host), with the launcher's pinning and memory
     # sampling, and its record and log came back to the head's run directory.
-    engine_node = re.search(r"bf16 answers at http://127\.0\.0\.1:\d+/v1 \(node [\d.]+/(\w+)\)", cluster["text"])
+    answers = r"bf16 answers at http://127\.0\.0\.1:\d+/v1 \(node [\d.]+/(\w+)\)"
+    engine_node = re.search(answers, cluster["text"])
     assert engine_node is not None, cluster["text"][:2000]
     phone_nodes = {e["device"].rsplit("/", 1)[1] for e in cluster["episodes"]}
     assert phone_nodes and engine_node.group(1) not in phone_nodes  # engine on the worker, phones on the head
