@@ -236,7 +236,9 @@ SCENARIOS: dict[str, Callable[[Path], dict[str, Any]]] = {
 if __name__ == "__main__":
     name, out = sys.argv[1], Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    found = SCENARIOS[name](out)
-    (out / "result.json").write_text(json.dumps(found, default=str))
-    stop_adb_server()
+    try:
+        found = SCENARIOS[name](out)
+        (out / "result.json").write_text(json.dumps(found, default=str))
+    finally:
+        stop_adb_server()
     os._exit(0)  # scripted endpoints' threads and Ray's leftovers must not hold the namespace open

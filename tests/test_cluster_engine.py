@@ -17,10 +17,11 @@ SCENARIOS = Path(__file__).with_name("cluster_scenarios.py")
 SAME = ("outcome", "reached", "success", "said", "said_at_step", "steps", "invalid_actions", "goal_timeline")
 
 
+@pytest.mark.timeout(1800)  # two vLLM starts; a concurrent `builds prepare` holds the models lock a while
 def test_the_bf16_engine_as_a_cluster_actor_plays_every_episode_as_the_local_engine(tmp_path: Path) -> None:
     _, ready = prepared_default_builds()
     assert "bf16" in ready
-    seen = result_of(in_namespace(SCENARIOS, "real_engine", str(tmp_path)), tmp_path / "result.json")
+    seen = result_of(in_namespace(SCENARIOS, "real_engine", str(tmp_path), timeout=1700), tmp_path / "result.json")
     cluster, local = seen["cluster"], seen["local"]
     assert cluster["problems"] == [] and local["problems"] == [], cluster["text"][-3000:]
     mine = {(e["build"], e["task_id"], e["seed"]): e for e in cluster["episodes"]}
