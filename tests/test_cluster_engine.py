@@ -21,7 +21,8 @@ SAME = ("outcome", "reached", "success", "said", "said_at_step", "steps", "inval
 def test_the_bf16_engine_as_a_cluster_actor_plays_every_episode_as_the_local_engine(tmp_path: Path) -> None:
     _, ready = prepared_default_builds()
     assert "bf16" in ready
-    seen = result_of(in_namespace(SCENARIOS, "real_engine", str(tmp_path), timeout=1700), tmp_path / "result.json")
+    ran = in_namespace(SCENARIOS, "real_engine", str(tmp_path), timeout=1700)
+    seen = result_of(ran, tmp_path / "result.json")
     cluster, local = seen["cluster"], seen["local"]
     assert cluster["problems"] == [] and local["problems"] == [], cluster["text"][-3000:]
     mine = {(e["build"], e["task_id"], e["seed"]): e for e in cluster["episodes"]}
