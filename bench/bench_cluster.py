@@ -35,8 +35,8 @@ from agent_eval.builds.endpoint import Endpoint  # noqa: E402
 from agent_eval.cluster.phones import cluster_phones  # noqa: E402
 from agent_eval.device.driver import Device  # noqa: E402
 from agent_eval.records import EpisodeRecord  # noqa: E402
+from agent_eval.rundir import RunStore  # noqa: E402
 from agent_eval.runner.loop import Attempt, BuildAgent, Cell, LocalSeat, Seat, run_cells  # noqa: E402
-from agent_eval.runner.store import RunStore  # noqa: E402
 from agent_eval.task import load_task  # noqa: E402
 from agent_eval.virtual_device import start_fleet  # noqa: E402
 

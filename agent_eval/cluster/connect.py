@@ -111,7 +111,7 @@ def check_engines(builds: Sequence[Build], found: Sequence[Mapping[str, Any]]) -
     """ClusterError naming each served build whose `resources:` no single node has."""
     missing = []
     for build in builds:
-        if build.engine == "endpoint" or not build.resources:
+        if not build.kind.starts_server or not build.resources:
             continue
         if not any(all(n["resources"].get(k, 0) >= v for k, v in build.resources.items()) for n in found):
             asked = ", ".join(f"{k}: {v:g}" for k, v in build.resources.items())

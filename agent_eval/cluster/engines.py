@@ -86,7 +86,7 @@ class _Live:
         self.usage = Usage()  # of endpoints before a restart
 
     def agent(self, manifest: Any) -> BuildAgent:
-        return BuildAgent(self.build.name, _no_local_policy, manifest, self.endpoint)
+        return BuildAgent(self.build.name, _no_local_policy, manifest, self.endpoint, self.build.agent)
 
 
 class ClusterEngines:
@@ -116,7 +116,7 @@ class ClusterEngines:
         return actor, endpoint, ip
 
     def _start(self, build: Build, stack: contextlib.ExitStack) -> _Live:
-        if build.engine == "endpoint":
+        if not build.kind.starts_server:  # an endpoint build: served (checked) on the head
             served = stack.enter_context(serve(build, self.run_dir))
             return _Live(build, None, served.endpoint, "head", served)
         self.say(f"starting the {build.engine} engine for {build.name} on the cluster ...")

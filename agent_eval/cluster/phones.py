@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent_eval.agent.llm import LLMPolicy
+from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import Policy
-from agent_eval.builds.client import ChatClient, Usage
+from agent_eval.builds.client import ChatClient, Usage, add_usage
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.cluster.connect import PHONE, check_phones, nodes, ray_module
 from agent_eval.device.driver import Device
@@ -39,7 +39,7 @@ class PhoneHost:
         self.fleet: Any = None
         self.device: Device | None = None
         self._claim: int | None = None
-        self.clients: dict[Endpoint, tuple[ChatClient, LLMPolicy]] = {}
+        self.clients: dict[tuple[Endpoint, str | None], tuple[ChatClient, Policy]] = {}
 
     def start(self, base_port: int, serials: list[str] | None) -> dict[str, str]:
         """Boot a virtual phone on `base_port`, or claim one of `serials` connected here; where it is."""
@@ -59,7 +59,7 @@ class PhoneHost:
     def _claim_one(self, serials: list[str], ip: str) -> str:
         import adbutils
 
-        from agent_eval.virtual_device.device import adb_server_port
+        from agent_eval.virtual_device.listener import adb_server_port
 
         try:
             here = [d.serial for d in adbutils.AdbClient(port=adb_server_port()).device_list()]
@@ -80,23 +80,30 @@ class PhoneHost:
             f"(connected there: {here or 'none'}); connect one, or declare fewer `{PHONE}` on that node"
         )
 
-    def _policy(self, endpoint: Endpoint) -> LLMPolicy:
-        if endpoint not in self.clients:
+    def _policy(self, endpoint: Endpoint, agent_name: str | None) -> Policy:
+        """The build's agent (its `agent:`, from the registry) asking `endpoint`, one per pair."""
+        if (endpoint, agent_name) not in self.clients:
             client = ChatClient(endpoint)
-            self.clients[endpoint] = (client, LLMPolicy(client))
-        return self.clients[endpoint][1]
+            self.clients[endpoint, agent_name] = (client, get_agent(agent_name).policy(client))
+        return self.clients[endpoint, agent_name][1]
 
     def play(
-        self, cell: Cell, name: str, manifest: BuildManifest | None, endpoint: Endpoint, attempt: Attempt
+        self,
+        cell: Cell,
+        name: str,
+        manifest: BuildManifest | None,
+        endpoint: Endpoint,
+        attempt: Attempt,
+        agent_name: str | None = None,
     ) -> tuple[str, dict[str, bytes]]:
         """Play one attempt in scratch space; the record as JSON and the episode's files by name."""
         assert self.device is not None
-        policy = self._policy(endpoint)
+        policy = self._policy(endpoint, agent_name)
 
         def policy_for(instance: TaskInstance) -> Policy:
             return policy
 
-        agent = BuildAgent(name, policy_for, manifest, endpoint)
+        agent = BuildAgent(name, policy_for, manifest, endpoint, agent_name)
         relative = attempt.episode_dir.relative_to(attempt.run_dir)
         with tempfile.TemporaryDirectory(prefix="agent-eval-episode-") as scratch:
             here = Path(scratch) / relative
@@ -111,8 +118,11 @@ class PhoneHost:
         return LocalSeat(self.device).still_online()
 
     def usage(self, endpoint: Endpoint) -> Usage:
-        found = self.clients.get(endpoint)
-        return found[0].usage() if found else Usage()
+        total = Usage()
+        for (asked, _), (client, _) in self.clients.items():
+            if asked == endpoint:
+                total = add_usage(total, client.usage())
+        return total
 
     def stop(self) -> None:
         for client, _ in self.clients.values():
@@ -146,7 +156,7 @@ class RemoteSeat:
         if agent.endpoint is None:
             raise ValueError(f"build {agent.name} has no endpoint; a cluster phone cannot ask it")
         started = datetime.now(UTC)
-        call = self.actor.play.remote(cell, agent.name, agent.manifest, agent.endpoint, attempt)
+        call = self.actor.play.remote(cell, agent.name, agent.manifest, agent.endpoint, attempt, agent.agent)
         try:
             text, files = ray.get(call)
         except ray.exceptions.RayTaskError as e:
