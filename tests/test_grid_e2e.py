@@ -71,8 +71,8 @@ class GoalAgent(ScriptedEndpoint):
         return text
 
 
-@pytest.fixture(scope="module")
-def agents() -> Iterator[dict[str, GoalAgent]]:
+def start_agents() -> dict[str, GoalAgent]:
+    """The three builds' scripted endpoints, started: good (the reference), good-again and degraded."""
     servers = {
         "good": GoalAgent(model="good"),
         "good-again": GoalAgent(model="good-again"),
@@ -80,6 +80,12 @@ def agents() -> Iterator[dict[str, GoalAgent]]:
     }
     for server in servers.values():
         server.start()
+    return servers
+
+
+@pytest.fixture(scope="module")
+def agents() -> Iterator[dict[str, GoalAgent]]:
+    servers = start_agents()
     yield servers
     for server in servers.values():
         server.stop()

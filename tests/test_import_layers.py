@@ -30,12 +30,15 @@ ALLOWED: dict[str, set[str]] = {
         "device",
         "errors",
         "records",
+        "cluster",  # only when a grid names a cluster (lazily)
         "report",
         "rundir",
         "runner",
         "scoring",
         "task",
     },
+    # Phones and engines on a Ray cluster: below the grid, above the runner (its phones are runner seats).
+    "cluster": {"agent", "builds", "device", "errors", "records", "runner", "task", "virtual_device"},
     "commands": {"builds", "device", "errors", "grid", "report", "rundir", "runner", "scoring", "task"},
     "cli": {"commands", "errors", "virtual_device"},
     "__main__": {"cli"},
@@ -115,6 +118,7 @@ def test_every_import_points_down_the_layers() -> None:
 
 def test_the_runner_never_imports_the_grid_and_the_report_never_the_device() -> None:
     assert "grid" not in ALLOWED["runner"] and "device" not in ALLOWED["report"]
+    assert "cluster" not in ALLOWED["runner"] and "grid" not in ALLOWED["cluster"]
     assert "runner" not in ALLOWED["scoring"] and "runner" not in ALLOWED["report"]
 
 

@@ -67,7 +67,7 @@ def vllm_launch(build: Build, model_dir: Path, port: int) -> Launch:
         "--max-model-len",
         str(args.max_model_len),
         "--host",
-        "127.0.0.1",
+        host.bind_address(),
         "--port",
         str(port),
         "--disable-uvicorn-access-log",
@@ -90,7 +90,7 @@ def vllm_launch(build: Build, model_dir: Path, port: int) -> Launch:
     if kv_gib.is_integer():
         env["VLLM_CPU_KVCACHE_SPACE"] = str(int(kv_gib))
     pinning["omp_threads_bind"] = build.pinning.cpus
-    endpoint = _endpoint(build, f"http://127.0.0.1:{port}/v1", structured_output=True)
+    endpoint = _endpoint(build, f"http://{host.bind_address()}:{port}/v1", structured_output=True)
     # A VLLM_CPU_KVCACHE_SPACE in the harness's environment would override the build's own KV size.
     return Launch(command, env, "/health", endpoint, pinning, unset=("VLLM_CPU_KVCACHE_SPACE",))
 
@@ -113,7 +113,7 @@ def llamacpp_launch(build: Build, gguf: Path, port: int) -> Launch:
         "--n_ctx",
         str(args.n_ctx or args.max_model_len),
         "--host",
-        "127.0.0.1",
+        host.bind_address(),
         "--port",
         str(port),
         # Without this a new request silently cuts off a streaming answer in progress.
@@ -126,7 +126,7 @@ def llamacpp_launch(build: Build, gguf: Path, port: int) -> Launch:
     pinning["n_threads"] = threads
     endpoint = _endpoint(
         build,
-        f"http://127.0.0.1:{port}/v1",
+        f"http://{host.bind_address()}:{port}/v1",
         structured_output=True,
         json_object_schema=True,
         extra_body=LLAMACPP_OVERRIDES,

@@ -128,6 +128,11 @@ def _try_lease(port: int) -> PortLease | None:
     return PortLease(port, fd)
 
 
+def bind_address() -> str:
+    """Where engine servers listen: 127.0.0.1, or the node's address on a Ray cluster (docs/cluster.md)."""
+    return os.environ.get("AGENT_EVAL_ENGINE_HOST", "127.0.0.1")
+
+
 def lease_port(build_name: str, port: int | None = None) -> PortLease:
     """Claim `port`, or the first free one in 8100..8199; BuildError if none is free."""
     if port is not None:

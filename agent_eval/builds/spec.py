@@ -156,6 +156,11 @@ class Build(BaseModel):
     )
     note: str = Field("", description="Shown when the build is skipped, and in `builds list`.")
     prepare: Recipe | None = Field(None, description="How `builds prepare` makes it; None: bring your own.")
+    resources: dict[str, float] | None = Field(
+        None,
+        description="On a Ray cluster: what the node serving this engine must have, e.g. {CPU: 2} or "
+        "{engine_host: 1} (docs/cluster.md); not part of the manifest, placement changes no result.",
+    )
 
     @field_validator("scheme")
     @classmethod

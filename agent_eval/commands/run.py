@@ -58,6 +58,7 @@ from agent_eval.runner.endpoint_run import run_endpoint
     "--timeout", "timeout_s", type=float, default=120.0, show_default=True, help="Seconds per request."
 )
 @click.option("--max-attempts", type=click.IntRange(min=1), help="Per episode (default 3).")
+@click.option("--cluster", help="Run the grid's phones and engines on this Ray cluster (host:port or auto).")
 @click.option(
     "--phone-port",
     type=int,
@@ -81,6 +82,8 @@ def run_command(tasks: tuple[Path, ...], **flags: Any) -> None:
         raise ConfigError("--endpoint needs --model: the model name that endpoint serves")
     if any(is_grid_file(t) for t in tasks):
         raise ConfigError("a grid file names its own builds: drop --endpoint, or pass task files instead")
+    if flags["cluster"] is not None:
+        raise ConfigError("--cluster runs grids: drop --endpoint, or run the tasks without --cluster")
     run_endpoint(
         tasks,
         flags["endpoint_url"],
@@ -116,6 +119,7 @@ def _grid_overrides(flags: dict[str, Any]) -> dict[str, Any]:
         "max_steps": flags["max_steps"],
         "max_attempts": flags["max_attempts"],
         "run_dir": flags["run_dir"],
+        "cluster": flags["cluster"],
     }
     if flags["no_bars"]:
         overrides["bars"] = False

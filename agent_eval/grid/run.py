@@ -5,13 +5,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from rich.console import Console
@@ -36,10 +37,13 @@ from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
 from agent_eval.report.thumbnails import episode_thumbnails
 from agent_eval.rundir import RunStore
 from agent_eval.runner.lines import unfinished_problems
-from agent_eval.runner.loop import Cell, RunSummary, run_cells
+from agent_eval.runner.loop import Cell, RunSummary, Seat, run_cells
 from agent_eval.runner.manifest import new_manifest
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.task import Task
+
+if TYPE_CHECKING:
+    from agent_eval.cluster import Cluster, ClusterEngines
 
 GRID_COPY = "grid.yaml"
 
@@ -142,13 +146,13 @@ class _Grid:
         tasks: list[Task],
         builds: GridBuilds,
         store: RunStore,
-        engines: Engines,
+        engines: Engines | ClusterEngines,
         progress: GridProgress,
         result: GridResult,
     ) -> None:
         self.spec, self.tasks, self.builds, self.store = spec, tasks, builds, store
         self.engines, self.progress, self.result = engines, progress, result
-        self.devices: list[EpisodeDevice] = []
+        self.devices: list[EpisodeDevice | Seat] = []
 
     def show_plan(self, targets: dict[CellKey, int]) -> None:
         finished = self.store.finished()
@@ -159,7 +163,7 @@ class _Grid:
             done[build] += sum(1 for seed in range(count) if (build, task_id, seed) in finished)
         self.progress.plan(planned, done)
 
-    def run(self, devices: list[EpisodeDevice]) -> None:
+    def run(self, devices: Sequence[EpisodeDevice | Seat]) -> None:
         self.devices = list(devices)
         before = set(self.store.finished())
         try:
@@ -270,7 +274,6 @@ def run_grid(
     builds = resolve_builds(spec)
     for name, reason in builds.skipped.items():
         console.print(f"[yellow]{name}: skipped, cannot run on this host: {reason}")
-    manifests = _manifests(builds, lambda line: console.print(f"[dim]{line}"))
     if run_dir is None:
         run_dir = (
             resolve_path(spec.run_dir, spec.base)
@@ -283,7 +286,30 @@ def run_grid(
         skipped_builds=dict(builds.skipped),
         max_attempts=spec.max_attempts,
     )
+    # A cluster is joined and checked first: what it lacks is said before weights or the run dir are touched.
+    with _joined(spec, builds, console, devices is None) as cluster:
+        manifests = _manifests(builds, lambda line: console.print(f"[dim]{line}"))
+        _session(spec, tasks, builds, manifests, result, console, bars, devices, cluster)
+    for note in result.notes:
+        console.print(f"[dim]{note}")
+    if score:
+        result.scorecard = score_and_publish(run_dir, builds.reference, spec.margin, console, html=html)
+    return result
 
+
+def _session(
+    spec: GridSpec,
+    tasks: list[Task],
+    builds: GridBuilds,
+    manifests: list[BuildManifest],
+    result: GridResult,
+    console: Console,
+    bars: bool,
+    devices: Sequence[EpisodeDevice] | None,
+    cluster: Cluster | None,
+) -> None:
+    """Open the run store, then play the phases on the given, started or cluster phones."""
+    run_dir = result.run_dir
     store = RunStore(run_dir)
     _refuse_fewer_seeds(store, spec)
     store.open(new_manifest(run_dir.name, _config(spec, builds.reference), tasks, manifests))
@@ -294,21 +320,44 @@ def run_grid(
             f"({', '.join(builds.names)}; reference {builds.reference}) × {spec.seeds} seed(s), "
             f"{spec.serving}, {spec.device_count} device(s)"
         )
-        engines = Engines(run_dir, spec.engine_base_port, console.print)
+        engines = (
+            cluster.engines(run_dir, manifests, console.print)
+            if cluster
+            else Engines(run_dir, spec.engine_base_port, console.print)
+        )
         with GridProgress(console, builds.names, bars=bars) as progress:
             grid = _Grid(spec, tasks, builds, store, engines, progress, result)
             if devices is not None:
                 grid.run(list(devices))
             else:
-                with phones(spec, progress.say) as started:
+                with _phones(spec, cluster, progress.say) as started:
                     grid.run(started)
     finally:
         store.close()
-    for note in result.notes:
-        console.print(f"[dim]{note}")
-    if score:
-        result.scorecard = score_and_publish(run_dir, builds.reference, spec.margin, console, html=html)
-    return result
+
+
+@contextlib.contextmanager
+def _joined(spec: GridSpec, builds: GridBuilds, console: Console, wanted: bool) -> Iterator[Cluster | None]:
+    """The Ray cluster the spec names (None: this host), checked, and left on the way out (ClusterError)."""
+    if spec.cluster is None or not wanted:
+        yield None
+        return
+    from agent_eval.cluster import Cluster
+
+    console.print(f"joining the Ray cluster at {spec.cluster}")
+    cluster = Cluster(spec.cluster, builds.builds)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def _phones(spec: GridSpec, cluster: Cluster | None, say: Any) -> contextlib.AbstractContextManager[Any]:
+    """The grid's phones: on this host, or actors on the cluster's phone nodes."""
+    if cluster is None:
+        return phones(spec, say)
+    serials = spec.devices if isinstance(spec.devices, list) else None
+    return cluster.phones(spec.device_count, serials, spec.phone_base_port, say)
 
 
 def score_and_publish(

@@ -8,13 +8,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import Policy
 from agent_eval.builds import Build, ServedBuild, serve
-from agent_eval.builds.client import ChatClient, Usage
+from agent_eval.builds.client import ChatClient, Usage, add_usage
 from agent_eval.builds.host import port_is_free
 from agent_eval.device.backend import DeviceRequest, EpisodeDevice, device_backend
 from agent_eval.errors import ConfigError
@@ -33,11 +33,6 @@ def phones(spec: GridSpec, say: Say) -> AbstractContextManager[list[EpisodeDevic
     else:
         request = DeviceRequest(count=spec.devices, phone_port=spec.phone_base_port)
     return device_backend(spec.device_backend).devices(request, say)
-
-
-def add_usage(a: Usage, b: Usage) -> Usage:
-    """Two clients' tallies as one (a build served again in a later phase keeps counting)."""
-    return replace(a, **{f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(Usage)})
 
 
 def _agent(name: str, client: ChatClient, served: ServedBuild) -> BuildAgent:

@@ -80,6 +80,11 @@ class GridSpec(BaseModel):
     phone_base_port: int = Field(5900, ge=1024, le=65000, description="First adb port of started phones.")
     engine_base_port: int = Field(8200, ge=1024, le=65000, description="First port tried for an engine.")
     run_dir: str | None = Field(None, description="Default: runs/<grid file name> in the current folder.")
+    cluster: str | None = Field(
+        None,
+        description="A Ray cluster to run phones and engines on: its address (host:6379, ray://host:10001) "
+        "or `auto` (docs/cluster.md); default: this host.",
+    )
     _base: Path = PrivateAttr(default_factory=Path.cwd)
 
     @property
@@ -134,6 +139,7 @@ class GridSpec(BaseModel):
                 "device_backend",
                 "engine_base_port",
                 "run_dir",
+                "cluster",
             },
         )
 

@@ -12,8 +12,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from agent_eval.agent.policy import Policy
+from agent_eval.builds.endpoint import Endpoint
 from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import InfraError
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
@@ -42,6 +45,69 @@ class BuildAgent:
     name: str
     policy_for: Callable[[TaskInstance], Policy]
     manifest: BuildManifest | None = None
+    endpoint: Endpoint | None = None  # where it answers, for seats that make their own policy (cluster)
+    agent: str | None = None  # the build's `agent:` (registry name), for those seats too
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """Where and as what one attempt of a cell is recorded."""
+
+    run_id: str
+    number: int
+    episode_dir: Path  # fresh and empty, on this host
+    run_dir: Path
+    snapshot: str | None
+
+
+@runtime_checkable
+class Seat(Protocol):
+    """Where episodes are played one at a time: a device here (LocalSeat), or a phone on a cluster node."""
+
+    @property
+    def serial(self) -> str: ...
+
+    def play(self, cell: Cell, agent: BuildAgent, attempt: Attempt) -> EpisodeRecord:
+        """Play the attempt with the step files in attempt.episode_dir; infra errors are records."""
+        ...
+
+    def still_online(self) -> bool:
+        """After an infra error: whether the phone is still there (else it is retired)."""
+        ...
+
+
+@dataclass(frozen=True)
+class LocalSeat:
+    """A device of this host (the adb `Device`, or any other device backend's)."""
+
+    device: EpisodeDevice
+
+    @property
+    def serial(self) -> str:
+        return self.device.serial
+
+    def play(self, cell: Cell, agent: BuildAgent, attempt: Attempt) -> EpisodeRecord:
+        instance = cell.task.instantiate(cell.seed)
+        return run_episode(
+            self.device,
+            instance,
+            agent.policy_for(instance),
+            build=cell.build,
+            run_id=attempt.run_id,
+            episode_dir=attempt.episode_dir,
+            manifest=agent.manifest,
+            attempt=attempt.number,
+            relative_to=attempt.run_dir,
+            snapshot=attempt.snapshot,
+        )
+
+    def still_online(self) -> bool:
+        return _still_online(self.device)
+
+
+def as_seat(device: EpisodeDevice | Seat) -> Seat:
+    """A device of this host seated as is; a seat (a cluster phone) unchanged."""
+    return device if isinstance(device, Seat) else LocalSeat(device)
 
 
 @dataclass
@@ -66,7 +132,7 @@ EpisodeCallback = Callable[[Cell, EpisodeRecord], None]
 
 def run_cells(
     cells: Sequence[Cell],
-    devices: Sequence[EpisodeDevice],
+    devices: Sequence[EpisodeDevice | Seat],
     agents: Mapping[str, BuildAgent],
     store: RunStore,
     *,
@@ -75,7 +141,7 @@ def run_cells(
     on_episode: EpisodeCallback | None = None,
     snapshot: str | None = "default_boot",
 ) -> RunSummary:
-    """Run every cell the store has not finished, one device per worker, in the order given.
+    """Run every cell the store has not finished, one device (or seat) per worker, in the order given.
 
     Each attempt (infra errors included) is appended to the store as it ends and passed to `on_episode`.
     A cell gets up to `max_attempts` attempts in this call; after `give_up_after` cells in a row used up
@@ -89,7 +155,7 @@ def run_cells(
         raise ValueError(f"no agent for build(s) {', '.join(missing)}")
     session = _Session(agents, store, max_attempts, give_up_after, on_episode, snapshot)
     session.queue(cells)
-    session.run(devices)
+    session.run([as_seat(d) for d in devices])
     return session.summary
 
 
@@ -109,6 +175,7 @@ class _Session:
         self.max_attempts, self.give_up_after, self.on_episode = max_attempts, give_up_after, on_episode
         self.run_id = store.manifest.run_id if store.manifest is not None else store.run_dir.name
         self.earlier_attempts = store.infra_attempts()
+        self.tried: Counter[EpisodeKey] = Counter()  # attempts this call, across seats (a lost phone's cell)
         self.summary = RunSummary()
         self.todo: queue.SimpleQueue[Cell] = queue.SimpleQueue()
         self.lock = threading.Lock()
@@ -127,7 +194,7 @@ class _Session:
             else:
                 self.todo.put(cell)
 
-    def run(self, devices: Sequence[EpisodeDevice]) -> None:
+    def run(self, devices: Sequence[Seat]) -> None:
         if len(devices) == 1:
             self.worker(devices[0])
         else:
@@ -151,22 +218,14 @@ class _Session:
             except queue.Empty:
                 break
 
-    def attempt(self, device: EpisodeDevice, cell: Cell, attempt: int) -> EpisodeRecord:
-        """Play one attempt of a cell, append it to the store and count it."""
-        agent = self.agents[cell.build]
-        instance = cell.task.instantiate(cell.seed)
-        record = run_episode(
-            device,
-            instance,
-            agent.policy_for(instance),
-            build=cell.build,
-            run_id=self.run_id,
-            episode_dir=self.store.fresh_episode_dir(cell.build, cell.task.id, cell.seed),
-            manifest=agent.manifest,
-            attempt=self.earlier_attempts.get(cell.key, 0) + attempt,
-            relative_to=self.store.run_dir,
-            snapshot=self.snapshot,
-        )
+    def attempt(self, seat: Seat, cell: Cell) -> EpisodeRecord:
+        """Play one attempt of a cell on a seat, append it to the store and count it."""
+        with self.lock:  # a cell requeued from a lost phone counts on from its attempts there
+            self.tried[cell.key] += 1
+            number = self.earlier_attempts.get(cell.key, 0) + self.tried[cell.key]
+        episode_dir = self.store.fresh_episode_dir(cell.build, cell.task.id, cell.seed)
+        place = Attempt(self.run_id, number, episode_dir, self.store.run_dir, self.snapshot)
+        record = seat.play(cell, self.agents[cell.build], place)
         self.store.append(record)
         with self.lock:
             if record.outcome is Outcome.INFRA_ERROR:
@@ -177,15 +236,15 @@ class _Session:
                 self.on_episode(cell, record)
         return record
 
-    def play(self, device: EpisodeDevice, cell: Cell) -> bool:
+    def play(self, device: Seat, cell: Cell) -> bool:
         """Run a cell to a scored record or out of attempts; False when the device is gone."""
         for attempt in range(1, self.max_attempts + 1):
-            record = self.attempt(device, cell, attempt)
+            record = self.attempt(device, cell)
             if record.outcome is not Outcome.INFRA_ERROR:
                 with self.lock:
                     self.failed_in_a_row = 0
                 return True
-            if not _still_online(device):
+            if not device.still_online():
                 with self.lock:
                     self.summary.retired_devices.append(device.serial)
                 self.todo.put(cell)  # another device may still run it
@@ -219,7 +278,7 @@ class _Session:
             time.sleep(0.05)
         return None
 
-    def worker(self, device: EpisodeDevice) -> None:
+    def worker(self, device: Seat) -> None:
         try:
             while (cell := self.next_cell()) is not None:
                 try:
