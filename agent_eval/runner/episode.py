@@ -13,7 +13,7 @@ from pathlib import Path
 
 from agent_eval.agent.policy import Decision, PastStep, Policy, StepContext
 from agent_eval.agent.prompt import action_summary, element_lines
-from agent_eval.device.driver import Device
+from agent_eval.device.backend import EpisodeDevice
 from agent_eval.device.observation import Observation
 from agent_eval.errors import InfraError, InvalidActionError, TaskError
 from agent_eval.records import (
@@ -51,7 +51,7 @@ class _Tally:
 
 
 def run_episode(
-    device: Device,
+    device: EpisodeDevice,
     instance: TaskInstance,
     policy: Policy,
     *,
@@ -111,7 +111,7 @@ def run_episode(
 
 
 def _play(
-    device: Device,
+    device: EpisodeDevice,
     instance: TaskInstance,
     policy: Policy,
     episode_dir: Path,

@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agent_eval.agent.policy import Policy
-from agent_eval.device.driver import Device
+from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import InfraError
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
+from agent_eval.rundir import EpisodeKey, RunStore
 from agent_eval.runner.episode import run_episode
-from agent_eval.runner.store import EpisodeKey, RunStore
 from agent_eval.task import Task, TaskInstance
 
 
@@ -66,7 +66,7 @@ EpisodeCallback = Callable[[Cell, EpisodeRecord], None]
 
 def run_cells(
     cells: Sequence[Cell],
-    devices: Sequence[Device],
+    devices: Sequence[EpisodeDevice],
     agents: Mapping[str, BuildAgent],
     store: RunStore,
     *,
@@ -103,7 +103,7 @@ def run_cells(
     failure: list[BaseException] = []
     failed_in_a_row = 0
 
-    def play(device: Device, cell: Cell) -> bool:
+    def play(device: EpisodeDevice, cell: Cell) -> bool:
         """Run a cell to a scored record or out of attempts; False when the device is gone."""
         nonlocal failed_in_a_row
         agent = agents[cell.build]
@@ -168,7 +168,7 @@ def run_cells(
             time.sleep(0.05)
         return None
 
-    def worker(device: Device) -> None:
+    def worker(device: EpisodeDevice) -> None:
         nonlocal busy
         try:
             while (cell := next_cell()) is not None:
@@ -207,7 +207,7 @@ def run_cells(
     return summary
 
 
-def _still_online(device: Device, grace_s: float = 10.0) -> bool:
+def _still_online(device: EpisodeDevice, grace_s: float = 10.0) -> bool:
     # A phone whose transport just dropped is usually reconnecting: give it a moment before retiring it.
     try:
         device.wait_until_online(grace_s)

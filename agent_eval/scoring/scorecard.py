@@ -12,10 +12,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.errors import ConfigError, RunStoreError
 from agent_eval.records import EngineRecord, EpisodeRecord
-from agent_eval.scoring.attempts import infra_attempts_by_task, settle_attempts
+from agent_eval.rundir import (
+    infra_attempts_by_task,
+    read_engines,
+    read_episodes,
+    read_run_settings,
+    settle_attempts,
+)
 from agent_eval.scoring.build_score import BuildScore, build_score
 from agent_eval.scoring.regression import Regression, bits_order, compare_builds
-from agent_eval.scoring.run_files import read_engines, read_episodes, read_run_settings
 from agent_eval.scoring.stats import ALPHA, DEFAULT_MARGIN
 
 SCORECARD_SCHEMA_VERSION = 1
