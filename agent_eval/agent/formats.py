@@ -6,29 +6,13 @@ prompt is byte for byte what that agent's LLM policy sends for the same screen a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
-
-from agent_eval.agent.policy import PastStep, StepContext
+from agent_eval.agent.llm import PromptFormat
+from agent_eval.agent.policy import StepContext
 from agent_eval.agent.prompt import Prompt
-from agent_eval.device.observation import Observation
-
-
-class PromptBuilder(Protocol):
-    def __call__(
-        self,
-        goal: str,
-        observation: Observation,
-        *,
-        step: int,
-        max_steps: int,
-        history: Sequence[PastStep] = (),
-        with_image: bool = False,
-    ) -> Prompt: ...
 
 
 def step_prompt(
-    context: StepContext, builder: PromptBuilder, *, history_len: int = 4, with_image: bool = False
+    context: StepContext, builder: PromptFormat, *, history_len: int = 4, with_image: bool = False
 ) -> Prompt:
     """The prompt for one step: the last `history_len` steps of history (as `LLMPolicy.decide` cuts it)."""
     history = context.history[-history_len:] if history_len > 0 else ()

@@ -26,9 +26,7 @@ class Encoded:
 
 def encode(example: Example, tokenizer: Any) -> Encoded:
     """The prompt as the server renders it (chat template, generation prompt), then answer + <|im_end|>."""
-    prompt_text = tokenizer.apply_chat_template(
-        example.messages, tokenize=False, add_generation_prompt=True
-    )
+    prompt_text = tokenizer.apply_chat_template(example.messages, tokenize=False, add_generation_prompt=True)
     prompt_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
     answer_ids = tokenizer(example.answer, add_special_tokens=False)["input_ids"]
     answer_ids = [*answer_ids, tokenizer.convert_tokens_to_ids("<|im_end|>")]

@@ -15,15 +15,17 @@ import queue
 import random
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent_eval.agent import compact
 from agent_eval.agent.compact import answer_text
-from agent_eval.agent.formats import PromptBuilder, step_prompt
-from agent_eval.device.driver import Device
+from agent_eval.agent.formats import step_prompt
+from agent_eval.agent.llm import PromptFormat
+from agent_eval.agent.policy import StepContext
+from agent_eval.agent.prompt import Prompt
+from agent_eval.device.backend import EpisodeDevice
 from agent_eval.records import Outcome
 from agent_eval.runner.episode import run_episode
 from agent_eval.task import Task
@@ -34,8 +36,10 @@ from agent_eval.tune.wording import goal_variants
 EPISODES_FILE = "episodes.jsonl"
 HISTORY_LEN = 4
 DETOUR_RATE = 0.3
-DONE_SHARE = 0.18
-PROMPT_FORMATS: dict[str, PromptBuilder] = {"compact": compact.build_prompt}  # at most this share of the examples are `done` targets
+DONE_SHARE = 0.18  # at most this share of the examples are `done` targets
+PROMPT_FORMATS: dict[str, PromptFormat] = {
+    "compact": compact.build_prompt
+}  # at most this share of the examples are `done` targets
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,12 @@ def plan_episodes(tasks: Sequence[Task], per_task: int, seed: int = 0) -> list[E
     return plans
 
 
-def play(plan: EpisodePlan, task: Task, device: Device, prompt_format: str) -> dict[str, object]:
+def demo_prompt(context: StepContext, prompt_format: str) -> Prompt:
+    """A demonstration step's prompt: what the agent of that prompt format sends for the same context."""
+    return step_prompt(context, PROMPT_FORMATS[prompt_format], history_len=HISTORY_LEN)
+
+
+def play(plan: EpisodePlan, task: Task, device: EpisodeDevice, prompt_format: str) -> dict[str, object]:
     """One demonstration episode; returns its line for episodes.jsonl (examples included)."""
     instance = dataclasses.replace(task.instantiate(plan.seed), goal=plan.goal)
     rate = DETOUR_RATE if plan.source == "recovery" else 0.0
@@ -80,7 +89,7 @@ def play(plan: EpisodePlan, task: Task, device: Device, prompt_format: str) -> d
         if not move.target or move.action is None:
             detoured = detoured or (move.action is not None)
             continue
-        prompt = step_prompt(context, PROMPT_FORMATS[prompt_format], history_len=HISTORY_LEN)
+        prompt = demo_prompt(context, prompt_format)
         examples.append(
             Example(
                 task_id=task.id,
@@ -124,7 +133,7 @@ def finished_episodes(out_dir: Path) -> dict[int, dict[str, object]]:
 def run_plans(
     plans: Sequence[EpisodePlan],
     tasks: dict[str, Task],
-    serials: Sequence[str],
+    devices: Sequence[EpisodeDevice],
     out_dir: Path,
     prompt_format: str,
     on_episode: Callable[[dict[str, object]], None] | None = None,
@@ -137,8 +146,7 @@ def run_plans(
     out = (out_dir / EPISODES_FILE).open("a", encoding="utf-8")
     errors: list[BaseException] = []
 
-    def worker(serial: str) -> None:
-        device = Device(serial)
+    def worker(device: EpisodeDevice) -> None:
         while not errors:
             try:
                 plan = todo.get_nowait()
@@ -157,7 +165,7 @@ def run_plans(
                 if on_episode is not None:
                     on_episode(row)
 
-    threads = [threading.Thread(target=worker, args=(s,), daemon=True) for s in serials]
+    threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
     with out:
         for t in threads:
             t.start()
@@ -183,9 +191,7 @@ def cap_done(examples: list[Example], share: float = DONE_SHARE) -> tuple[list[E
     return kept, len(examples) - len(kept)
 
 
-def assemble(
-    out_dir: Path, plans: Sequence[EpisodePlan], seconds: float, phones: int
-) -> DatasetSummary:
+def assemble(out_dir: Path, plans: Sequence[EpisodePlan], seconds: float, phones: int) -> DatasetSummary:
     rows = finished_episodes(out_dir)
     examples = [
         Example.model_validate(ex)
@@ -227,6 +233,3 @@ def add_collect_time(out_dir: Path, seconds: float) -> float:
     total = collect_time_so_far(out_dir) + seconds
     (out_dir / "collect_seconds").write_text(f"{total:.1f}\n")
     return total
-
-
-__all__ = ["EpisodePlan", "assemble", "plan_episodes", "run_plans", "time"]

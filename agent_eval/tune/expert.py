@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from agent_eval.action import Action, ActionType
 from agent_eval.agent.oracle import resolve, visible_text
 from agent_eval.agent.policy import Decision, StepContext
-from agent_eval.device.driver import Device
+from agent_eval.device.backend import EpisodeDevice
 from agent_eval.device.observation import Observation
 from agent_eval.task import TaskInstance, goal_holds
 from agent_eval.task.schema import OracleStep
@@ -32,10 +32,10 @@ class ExpertMove:
 
 
 class Expert:
-    """Plays `instance` on `device`: the script, `done` as soon as the goal holds, detours with `detour_rate`."""
+    """Plays `instance` on `device`: its script, `done` once the goal holds, detours at `detour_rate`."""
 
     def __init__(
-        self, instance: TaskInstance, device: Device, rng: random.Random, *, detour_rate: float = 0.0
+        self, instance: TaskInstance, device: EpisodeDevice, rng: random.Random, *, detour_rate: float = 0.0
     ) -> None:
         if instance.oracle is None:
             raise ValueError(f"task {instance.id} has no oracle")

@@ -178,6 +178,6 @@ def answer_loss(model: Any, batch: dict[str, Any]) -> Any:
 
 
 def _progress_bar(total: int, initial: int, enabled: bool) -> Any:
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]
 
     return tqdm(total=total, initial=initial, disable=not enabled, file=sys.stderr, unit="step")
