@@ -84,7 +84,7 @@ def split_table(splits: Sequence[SplitScore]) -> list[str]:
 
 def read_task_splits(run_dir: Path) -> dict[str, str]:
     """{task id: split} from run.json's task list (empty when the run has none recorded)."""
-    from agent_eval.rundir.manifest import MANIFEST_FILE
+    from agent_eval.rundir.layout import MANIFEST_FILE
 
     try:
         manifest = json.loads((run_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
