@@ -131,12 +131,17 @@ def _up_to_date(build: Build, source_hash: str | None) -> Prepared | None:
     if recorded is None or path is None or not path.exists():
         return None
     recipe = build.prepare.model_dump() if build.prepare else None
-    if recorded.recipe != recipe or recorded.source_hash != source_hash:
+    if _set_fields(recorded.recipe) != _set_fields(recipe) or recorded.source_hash != source_hash:
         return None
     try:
         return recorded if weights_hash(path) == recorded.weights_hash else None
     except BuildError:
         return None
+
+
+def _set_fields(recipe: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A recipe without its unset (None) fields: a new optional recipe field does not make builds stale."""
+    return None if recipe is None else {k: v for k, v in recipe.items() if v is not None}
 
 
 def _record(build: Build, source_hash: str | None, seconds: float) -> Prepared:
