@@ -23,13 +23,13 @@ class SplitScore(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    build: str
-    split: str = Field(description="train or held_out")
+    build: str = Field(description="The build's name.")
+    split: str = Field(description="train, or held_out (never in the tuning data).")
     tasks: int = Field(description="Tasks of this split with a scored episode.")
-    success: Rate
-    navigation: Rate
-    invalid_actions: int
-    steps: int
+    success: Rate = Field(description="P(success) over this split's scored episodes, Wilson 95% interval.")
+    navigation: Rate = Field(description="P(reached) over this split's scored episodes, Wilson 95% interval.")
+    invalid_actions: int = Field(description="Answers that could not be turned into an action, summed.")
+    steps: int = Field(description="Steps played in this split's scored episodes.")
     invalid_action_rate: float | None = Field(description="Invalid answers per step.")
 
 
