@@ -12,6 +12,7 @@ import click
 
 from agent_eval import __version__
 from agent_eval.errors import AgentEvalError
+from agent_eval.virtual_device.errors import VirtualDeviceError
 
 
 @click.group()
@@ -46,7 +47,7 @@ def main() -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
-    except AgentEvalError as e:
+    except (AgentEvalError, VirtualDeviceError) as e:
         click.echo(f"agent-eval: error: {e}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:

@@ -17,7 +17,7 @@ SCHEMA_VERSION = 1
 
 
 class Outcome(StrEnum):
-    """Exactly one per episode (design.md, "The two scores")."""
+    """Exactly one per episode (docs/scorecard.md)."""
 
     SUCCESS = "success"
     UNDONE = "undone"
@@ -132,7 +132,7 @@ class EpisodeRecord(BaseModel):
 
 
 def classify(goal_timeline: list[bool], said: Said | None) -> Outcome:
-    """The outcome of an episode that ran to its end (design.md's table).
+    """The outcome of an episode that ran to its end (docs/scorecard.md).
 
     `goal_timeline[0]` is the goal before the first step, then one value after each executed action; a
     terminal action executes nothing, so the goal when the agent spoke is `goal_timeline[-1]`.

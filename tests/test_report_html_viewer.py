@@ -7,17 +7,17 @@ import os
 import re
 from pathlib import Path
 
+from _synthetic import SyntheticRun, ui_xml, write_synthetic_run
 from PIL import Image
 
 from agent_eval.action import Action, ActionType
-from agent_eval.device.uitree import parse_ui
 from agent_eval.records import Outcome, StepRecord
 from agent_eval.report.html import write_html_report
-from agent_eval.report.synthetic import SyntheticRun, ui_xml, write_synthetic_run
 from agent_eval.report.thumbnails import THUMB_WIDTH, episode_thumbnails, thumbnail
 from agent_eval.report.trajectory import describe, element_centres, element_name, episode_view, overlay
 from agent_eval.rundir import read_episodes, read_steps, settle_attempts
 from agent_eval.scoring.scorecard import score_run
+from agent_eval.screen.uitree import parse_ui
 
 WIDTH, HEIGHT = 1080, 2400
 

@@ -11,7 +11,7 @@ from agent_eval.agent.policy import PastStep, StepContext
 from agent_eval.agent.prompt import prompt_hash
 from agent_eval.builds.client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
-from agent_eval.device.observation import Bounds, Element, Observation
+from agent_eval.screen.observation import Bounds, Element, Observation
 from agent_eval.tune.collect import demo_prompt
 from agent_eval.tune.wording import goal_variants
 

@@ -15,8 +15,8 @@ from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Policy
 from agent_eval.agent.prompt import action_schema, build_prompt
 from agent_eval.builds.client import ChatClient
-from agent_eval.device.observation import Observation
 from agent_eval.errors import ConfigError
+from agent_eval.screen.observation import Observation
 
 DEFAULT_AGENT = "default"
 AnswerParser = Callable[[str, Observation | None], ParsedAnswer]

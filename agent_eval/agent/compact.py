@@ -16,7 +16,7 @@ from typing import Any
 
 from agent_eval.agent.policy import PastStep
 from agent_eval.agent.prompt import Prompt, elide_images, is_layout_only, prompt_hash, row_label
-from agent_eval.device.observation import Element, Observation
+from agent_eval.screen.observation import Element, Observation
 
 SYSTEM_PROMPT = (
     "Phone agent. Reply with one JSON action: tap, long_press, type, scroll, key, open_app, done, infeasible."

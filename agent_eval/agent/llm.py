@@ -5,29 +5,17 @@ The episode loop owns the history; engine failures surface as EngineError so the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 from agent_eval.agent.parse import ParsedAnswer, parse_action
-from agent_eval.agent.policy import Decision, PastStep, StepContext
+from agent_eval.agent.policy import Decision, StepContext
 from agent_eval.agent.prompt import Prompt, action_schema, build_prompt
 from agent_eval.builds.client import ChatClient
-from agent_eval.device.observation import Observation
+from agent_eval.screen.observation import Observation
 
-
-class PromptFormat(Protocol):
-    """How an agent words one step for the model (`prompt.build_prompt` is the default)."""
-
-    def __call__(
-        self,
-        goal: str,
-        observation: Observation,
-        *,
-        step: int,
-        max_steps: int,
-        history: Sequence[PastStep] = (),
-        with_image: bool = False,
-    ) -> Prompt: ...
+# How an agent words one step for the model: called as `prompt.build_prompt` is (the default).
+PromptFormat = Callable[..., Prompt]
 
 
 def step_seed(episode_seed: int, step: int) -> int:

@@ -15,7 +15,7 @@ from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.kinds import register_engine_kind
 from agent_eval.builds.spec import VLLM_REJECTS, VLLM_SCHEMES, Build
 
-# Request fields llama.cpp's server needs on every request to sample like vLLM (engine.md, "llama.cpp").
+# Request fields llama.cpp's server needs on every request to sample like vLLM (docs/builds.md).
 LLAMACPP_OVERRIDES: tuple[tuple[str, object], ...] = (
     ("repeat_penalty", 1.0),
     ("presence_penalty", 0.0),

@@ -65,77 +65,58 @@ from agent_eval.runner.endpoint_run import run_endpoint
     show_default=True,
     help="Console port of a phone started here.",
 )
-def run_command(
-    tasks: tuple[Path, ...],
-    endpoint_url: str | None,
-    model: str | None,
-    seeds: int | None,
-    serials: tuple[str, ...],
-    device_count: int | None,
-    builds_file: Path | None,
-    build_names: str | None,
-    reference: str | None,
-    margin: float | None,
-    side_by_side: bool,
-    no_adaptive: bool,
-    no_bars: bool,
-    run_dir: Path | None,
-    max_steps: int | None,
-    images: bool,
-    no_structured_output: bool,
-    json_object: bool,
-    build_name: str,
-    api_key: str,
-    max_tokens: int,
-    timeout_s: float,
-    max_attempts: int | None,
-    phone_port: int,
-) -> None:
+def run_command(tasks: tuple[Path, ...], **flags: Any) -> None:
     """Run TASK files, folders of them, or a grid file.
 
     Without --endpoint, every build of the builds file (builds/default.yaml) is prepared if needed, served on
     the pinned CPU engine and run on the same (task, seed) pairs; the scorecard and report follow.
     With --endpoint, the tasks run against that one OpenAI-compatible chat endpoint.
     """
-    if endpoint_url is None:
-        if model is not None:
+    if flags["endpoint_url"] is None:
+        if flags["model"] is not None:
             raise ConfigError("--model names the model behind --endpoint; give both, or neither")
-        overrides: dict[str, Any] = {
-            "seeds": seeds,
-            "devices": list(serials) if serials else device_count,
-            "builds_file": builds_file,
-            "builds": build_names.split(",") if build_names else None,
-            "reference": reference,
-            "margin": margin,
-            "serving": "side-by-side" if side_by_side else None,
-            "adaptive": False if no_adaptive else None,
-            "max_steps": max_steps,
-            "max_attempts": max_attempts,
-            "run_dir": run_dir,
-        }
-        if no_bars:
-            overrides["bars"] = False
-        run_from_path(list(tasks), **overrides)
+        run_from_path(list(tasks), **_grid_overrides(flags))
         return
-    if model is None:
+    if flags["model"] is None:
         raise ConfigError("--endpoint needs --model: the model name that endpoint serves")
     if any(is_grid_file(t) for t in tasks):
         raise ConfigError("a grid file names its own builds: drop --endpoint, or pass task files instead")
     run_endpoint(
         tasks,
-        endpoint_url,
-        model,
-        seeds or 1,
-        serials,
-        run_dir,
-        max_steps,
-        images,
-        no_structured_output,
-        json_object,
-        build_name,
-        api_key,
-        max_tokens,
-        timeout_s,
-        max_attempts or 3,
-        phone_port,
+        flags["endpoint_url"],
+        flags["model"],
+        flags["seeds"] or 1,
+        flags["serials"],
+        flags["run_dir"],
+        flags["max_steps"],
+        flags["images"],
+        flags["no_structured_output"],
+        flags["json_object"],
+        flags["build_name"],
+        flags["api_key"],
+        flags["max_tokens"],
+        flags["timeout_s"],
+        flags["max_attempts"] or 3,
+        flags["phone_port"],
     )
+
+
+def _grid_overrides(flags: dict[str, Any]) -> dict[str, Any]:
+    """The flags as grid fields (None: keep the grid file's), see docs/grid.md."""
+    names = flags["build_names"]
+    overrides: dict[str, Any] = {
+        "seeds": flags["seeds"],
+        "devices": list(flags["serials"]) if flags["serials"] else flags["device_count"],
+        "builds_file": flags["builds_file"],
+        "builds": names.split(",") if names else None,
+        "reference": flags["reference"],
+        "margin": flags["margin"],
+        "serving": "side-by-side" if flags["side_by_side"] else None,
+        "adaptive": False if flags["no_adaptive"] else None,
+        "max_steps": flags["max_steps"],
+        "max_attempts": flags["max_attempts"],
+        "run_dir": flags["run_dir"],
+    }
+    if flags["no_bars"]:
+        overrides["bars"] = False
+    return overrides

@@ -13,7 +13,7 @@ from agent_eval.device.backend import (
     register_device_backend,
 )
 from agent_eval.device.driver import Device, ShellResult, online_serials
-from agent_eval.device.uitree import parse_ui
+from agent_eval.screen.uitree import parse_ui
 
 __all__ = [
     "AdbBackend",

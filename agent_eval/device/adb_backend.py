@@ -17,7 +17,7 @@ from agent_eval.device.backend import (
     register_device_backend,
 )
 from agent_eval.device.driver import Device, online_serials
-from agent_eval.errors import InfraError
+from agent_eval.errors import DeviceError, InfraError
 
 
 def free_phone_port(start: int) -> int:
@@ -38,8 +38,13 @@ def free_phone_port(start: int) -> int:
 @contextlib.contextmanager
 def _started(count: int, base_port: int) -> Iterator[list[EpisodeDevice]]:
     from agent_eval.virtual_device import start_fleet  # the phone package loads only when a phone is started
+    from agent_eval.virtual_device.errors import VirtualDeviceError
 
-    with start_fleet(count=count, base_port=base_port) as fleet:
+    try:
+        fleet = start_fleet(count=count, base_port=base_port)
+    except VirtualDeviceError as e:  # the phone has its own errors; here they are the harness's device errors
+        raise DeviceError(str(e)) from e
+    with fleet:
         yield [Device(serial) for serial in fleet.serials]
 
 

@@ -12,8 +12,8 @@ from typing import Protocol
 
 from agent_eval.action import Action
 from agent_eval.device.driver import ShellResult
-from agent_eval.device.observation import Observation
 from agent_eval.errors import ConfigError
+from agent_eval.screen.observation import Observation
 
 Say = Callable[[str], None]
 

@@ -32,7 +32,7 @@ def phones(spec: GridSpec, say: Say) -> AbstractContextManager[list[EpisodeDevic
         request = DeviceRequest(serials=tuple(spec.devices))
     else:
         request = DeviceRequest(count=spec.devices, phone_port=spec.phone_base_port)
-    return device_backend().devices(request, say)
+    return device_backend(spec.device_backend).devices(request, say)
 
 
 def add_usage(a: Usage, b: Usage) -> Usage:

@@ -106,6 +106,57 @@ def write_engine_usage(run_dir: Path, build: str, usage: Usage) -> None:
     write_engine_record(run_dir, engine_record(build, usage))
 
 
+def _endpoint_build(
+    endpoint_url: str,
+    model: str,
+    api_key: str,
+    build_name: str,
+    no_structured_output: bool,
+    json_object: bool,
+    images: bool,
+    max_tokens: int,
+    timeout_s: float,
+) -> tuple[Endpoint, BuildManifest]:
+    """The endpoint to ask, and the manifest that stands for it as a build in the run."""
+    endpoint = Endpoint(
+        base_url=endpoint_url,
+        model=model,
+        api_key=api_key,
+        structured_output=not no_structured_output and not json_object,
+        json_object_schema=json_object and not no_structured_output,
+        accepts_images=images,
+        max_tokens=max_tokens,
+        timeout_s=timeout_s,
+    )
+    manifest = BuildManifest(
+        name=build_name,
+        scheme="endpoint",
+        engine="endpoint",
+        model=model,
+        sampling={"temperature": endpoint.temperature, "top_p": endpoint.top_p, "max_tokens": max_tokens},
+        accepts_images=images,
+    )
+    return endpoint, manifest
+
+
+def _run_config(
+    tasks: tuple[Path, ...], endpoint: Endpoint, seeds: int, max_steps: int | None, serials: tuple[str, ...]
+) -> dict[str, Any]:
+    """The run's options as run.json records them (a continued run must give the same)."""
+    return {
+        "command": "run",
+        "tasks": [str(t) for t in tasks],
+        "endpoint": endpoint.base_url,
+        "model": endpoint.model,
+        "seeds": seeds,
+        "max_steps": max_steps,
+        "images": endpoint.accepts_images,
+        "structured_output": "json_object" if endpoint.json_object_schema else endpoint.structured_output,
+        "max_tokens": endpoint.max_tokens,
+        "device": list(serials),
+    }
+
+
 def run_endpoint(
     tasks: tuple[Path, ...],
     endpoint_url: str,
@@ -130,38 +181,19 @@ def run_endpoint(
     loaded = _with_max_steps(load_tasks(list(tasks)), max_steps)
     if not loaded:
         raise ConfigError(f"no task files found in {', '.join(map(str, tasks))}")
-    endpoint = Endpoint(
-        base_url=endpoint_url,
-        model=model,
-        api_key=api_key,
-        structured_output=not no_structured_output and not json_object,
-        json_object_schema=json_object and not no_structured_output,
-        accepts_images=images,
-        max_tokens=max_tokens,
-        timeout_s=timeout_s,
+    endpoint, manifest = _endpoint_build(
+        endpoint_url,
+        model,
+        api_key,
+        build_name,
+        no_structured_output,
+        json_object,
+        images,
+        max_tokens,
+        timeout_s,
     )
-    manifest = BuildManifest(
-        name=build_name,
-        scheme="endpoint",
-        engine="endpoint",
-        model=model,
-        sampling={"temperature": endpoint.temperature, "top_p": endpoint.top_p, "max_tokens": max_tokens},
-        accepts_images=images,
-    )
-    config: dict[str, Any] = {
-        "command": "run",
-        "tasks": [str(t) for t in tasks],
-        "endpoint": endpoint_url,
-        "model": model,
-        "seeds": seeds,
-        "max_steps": max_steps,
-        "images": images,
-        "structured_output": "json_object" if endpoint.json_object_schema else endpoint.structured_output,
-        "max_tokens": max_tokens,
-        "device": list(serials),
-    }
-    if run_dir is None:
-        run_dir = Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{build_name}"
+    config = _run_config(tasks, endpoint, seeds, max_steps, serials)
+    run_dir = run_dir or Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{build_name}"
     store = RunStore(run_dir)
     store.open(new_manifest(run_dir.name, config, loaded, [manifest]))
     cells = [Cell(build_name, task, seed) for task in loaded for seed in range(seeds)]
@@ -180,6 +212,10 @@ def run_endpoint(
         store.close()
     console.print(summary_table(summary))
     console.print(f"run directory: {run_dir}")
+    _raise_for_problems(summary, max_attempts)
+
+
+def _raise_for_problems(summary: RunSummary, max_attempts: int) -> None:
     problems = unfinished_problems(
         summary.failed, summary.retired_devices, summary.not_run, summary.gave_up, max_attempts
     )

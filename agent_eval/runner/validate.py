@@ -5,7 +5,6 @@ A task passes when it starts right (goal false; true for verify tasks) and its o
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -13,8 +12,9 @@ from pathlib import Path
 
 from agent_eval.agent.oracle import OraclePolicy
 from agent_eval.device.backend import EpisodeDevice
-from agent_eval.errors import AgentEvalError, TaskError
+from agent_eval.errors import AgentEvalError, RunStoreError, TaskError
 from agent_eval.records import Outcome, StepRecord
+from agent_eval.rundir import STEPS_FILE, read_lines
 from agent_eval.runner.episode import run_episode
 from agent_eval.task import Task, TaskInstance, goal_holds, start_episode
 from agent_eval.task.params import combinations
@@ -51,13 +51,13 @@ def _check_start_only(device: EpisodeDevice, instance: TaskInstance, snapshot: s
     return ""
 
 
-def _invalid_reasons(steps_file: Path) -> list[str]:
-    reasons = []
-    with contextlib.suppress(OSError):
-        for line in steps_file.read_text(encoding="utf-8").splitlines():
-            step = StepRecord.model_validate_json(line)
-            if step.invalid_reason:
-                reasons.append(f"step {step.step}: {step.invalid_reason}")
+def _invalid_reasons(episode_dir: Path) -> list[str]:
+    steps_file = episode_dir / STEPS_FILE
+    try:
+        steps = read_lines(steps_file, StepRecord).records
+    except RunStoreError:
+        steps = []
+    reasons = [f"step {s.step}: {s.invalid_reason}" for s in steps if s.invalid_reason]
     return reasons or [f"see {steps_file}"]
 
 
@@ -111,7 +111,7 @@ def check_instance(
     if record.outcome is not Outcome.SUCCESS:
         problems.append(record.error or f"the oracle ended in {record.outcome.value}, not success")
     if record.invalid_actions:
-        reasons = _invalid_reasons(episode_dir / "steps.jsonl")
+        reasons = _invalid_reasons(episode_dir)
         problems.append(f"{record.invalid_actions} oracle step(s) were invalid: " + "; ".join(reasons))
     return _verdict(instance, started, record.outcome.value, record.steps, "; ".join(problems))
 

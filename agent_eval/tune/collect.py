@@ -2,7 +2,7 @@
 
 Each planned episode is one task instance (every parameter value, several seeds), played clean (`oracle`) or
 with detours (`recovery`), with its goal worded one of several ways. Finished episodes are appended to
-`episodes.jsonl` as they end, so a stopped collection continues where it was; `dataset.jsonl` is written
+`demonstrations.jsonl` as they end, so a stopped collection continues where it was; `dataset.jsonl` is written
 from them at the end, with `done` targets capped to their share.
 """
 
@@ -33,7 +33,7 @@ from agent_eval.tune.dataset import DatasetSummary, Example, write_dataset
 from agent_eval.tune.expert import DemoPolicy, Expert
 from agent_eval.tune.wording import goal_variants
 
-EPISODES_FILE = "episodes.jsonl"
+EPISODES_FILE = "demonstrations.jsonl"
 HISTORY_LEN = 4
 DETOUR_RATE = 0.3
 DONE_SHARE = 0.18  # at most this share of the examples are `done` targets
@@ -76,7 +76,7 @@ def demo_prompt(context: StepContext, prompt_format: str) -> Prompt:
 
 
 def play(plan: EpisodePlan, task: Task, device: EpisodeDevice, prompt_format: str) -> dict[str, object]:
-    """One demonstration episode; returns its line for episodes.jsonl (examples included)."""
+    """One demonstration episode; returns its line for demonstrations.jsonl (examples included)."""
     instance = dataclasses.replace(task.instantiate(plan.seed), goal=plan.goal)
     rate = DETOUR_RATE if plan.source == "recovery" else 0.0
     expert = Expert(instance, device, random.Random(plan.rng_seed), detour_rate=rate)
@@ -138,7 +138,7 @@ def run_plans(
     prompt_format: str,
     on_episode: Callable[[dict[str, object]], None] | None = None,
 ) -> None:
-    """Plays every plan not yet in episodes.jsonl, one worker thread per phone."""
+    """Plays every plan not yet in demonstrations.jsonl, one worker thread per phone."""
     todo: queue.Queue[EpisodePlan] = queue.Queue()
     for plan in plans:
         todo.put(plan)

@@ -14,7 +14,7 @@ from agent_eval.action import Action, ActionType
 from agent_eval.agent.oracle import resolve, visible_text
 from agent_eval.agent.policy import Decision, StepContext
 from agent_eval.device.backend import EpisodeDevice
-from agent_eval.device.observation import Observation
+from agent_eval.screen.observation import Observation
 from agent_eval.task import TaskInstance, goal_holds
 from agent_eval.task.schema import OracleStep
 

@@ -12,9 +12,9 @@ import socket
 import time
 from concurrent.futures import Executor
 
-from agent_eval.errors import DeviceError
 from agent_eval.virtual_device import protocol
 from agent_eval.virtual_device.console import Console, read_token
+from agent_eval.virtual_device.errors import PhoneStartError
 from agent_eval.virtual_device.faults import FaultConfig, FaultInjector, FaultLog
 from agent_eval.virtual_device.phone import Phone
 from agent_eval.virtual_device.services import Services
@@ -56,7 +56,9 @@ class VirtualDevice:
         auth: bool = False,
     ) -> None:
         if adb_port % 2 != 1:
-            raise DeviceError(f"adb port {adb_port} must be odd (the console takes the even port below it)")
+            raise PhoneStartError(
+                f"adb port {adb_port} must be odd (the console takes the even port below it)"
+            )
         self.adb_port = adb_port
         self.serial = f"emulator-{adb_port - 1}"
         self.phone = Phone(self.serial, size, FaultInjector(self.serial, faults, fault_log))
@@ -79,7 +81,7 @@ class VirtualDevice:
         except OSError as e:
             for s in self._servers:
                 s.close()
-            raise DeviceError(
+            raise PhoneStartError(
                 f"cannot listen on ports {self.adb_port - 1}/{self.adb_port} ({e.strerror}); "
                 "another emulator or fleet uses them: pick another --base-port"
             ) from e

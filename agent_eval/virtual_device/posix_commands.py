@@ -1,6 +1,7 @@
 """The shell's POSIX-ish builtins: echo, cat, grep, head, tail, wc, ls, rm, mkdir, touch, sleep, sh -c, ...
 
-Each registers itself into shell.COMMANDS; outputs and exit codes follow Android's toybox.
+COMMANDS at the end is this module's part of the shell's command table; outputs and exit codes follow
+Android's toybox.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 
-from agent_eval.virtual_device.shell import Output, Shell, ShellExit, command
+from agent_eval.virtual_device.shell import Output, Shell, ShellExit, command_table
 from agent_eval.virtual_device.storage import PhoneError
 
 
@@ -38,7 +39,6 @@ def _read_inputs(
     return out
 
 
-@command("echo")
 def _echo(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     newline = True
     escapes = False
@@ -69,7 +69,6 @@ def _printf_filler(values: Iterator[str]) -> Callable[[re.Match[str]], str]:
     return fill
 
 
-@command("printf")
 def _printf(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if not args:
         io.err("printf: Needs 1 argument\n")
@@ -88,33 +87,27 @@ def _printf(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("true")
 def _true(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("false")
 def _false(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 1
 
 
-@command("exit")
 def _exit(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     raise ShellExit(int(args[0]) & 0xFF if args and args[0].lstrip("-").isdigit() else sh.last_rc)
 
 
-@command("cd")
 def _cd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("pwd")
 def _pwd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     io.out("/\n")
     return 0
 
 
-@command("id")
 def _id(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     io.out(
         "uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),"
@@ -123,13 +116,11 @@ def _id(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("whoami")
 def _whoami(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     io.out("shell\n")
     return 0
 
 
-@command("sleep")
 def _sleep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     try:
         time.sleep(min(float(args[0]), 60.0))
@@ -139,10 +130,9 @@ def _sleep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("sh")
 def _sh(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if len(args) >= 2 and args[0] == "-c":
-        sub = Shell(sh.phone)
+        sub = Shell(sh.phone, sh.commands)
         sub.last_rc = sh.last_rc
         out, rc = sub.run(args[1])
         io.chunks.extend(out.chunks)
@@ -150,7 +140,6 @@ def _sh(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("cat")
 def _cat(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     files = [a for a in args if not a.startswith("-") or a == "-"]
     inputs = _read_inputs(sh, files, stdin, io, "cat")
@@ -176,29 +165,25 @@ def _head_tail_count(args: list[str]) -> tuple[int, list[str]]:
     return count, files
 
 
-@command("head")
+def _head_or_tail(sh: Shell, args: list[str], stdin: bytes, io: Output, prog: str) -> int:
+    count, files = _head_tail_count(args)
+    inputs = _read_inputs(sh, files, stdin, io, prog)
+    if inputs is None:
+        return 1
+    for _, data in inputs:
+        lines = _lines(data)
+        io.out(b"".join(lines[:count] if prog == "head" else lines[-count:] if count else []))
+    return 0
+
+
 def _head(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
-    count, files = _head_tail_count(args)
-    inputs = _read_inputs(sh, files, stdin, io, "head")
-    if inputs is None:
-        return 1
-    for _, data in inputs:
-        io.out(b"".join(_lines(data)[:count]))
-    return 0
+    return _head_or_tail(sh, args, stdin, io, "head")
 
 
-@command("tail")
 def _tail(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
-    count, files = _head_tail_count(args)
-    inputs = _read_inputs(sh, files, stdin, io, "tail")
-    if inputs is None:
-        return 1
-    for _, data in inputs:
-        io.out(b"".join(_lines(data)[-count:] if count else []))
-    return 0
+    return _head_or_tail(sh, args, stdin, io, "tail")
 
 
-@command("wc")
 def _wc(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     flags = "".join(a[1:] for a in args if a.startswith("-")) or "lwc"
     inputs = _read_inputs(sh, [a for a in args if not a.startswith("-")], stdin, io, "wc")
@@ -226,7 +211,49 @@ def _bre_to_python(p: str) -> str:
     return "".join(out)
 
 
-@command("grep", "egrep", "fgrep")
+def _grep_regexes(patterns: list[str], flags: set[str]) -> list[re.Pattern[bytes]]:
+    """grep's patterns compiled: fixed (-F), extended (-E) or basic; whole word (-w) or line (-x)."""
+    rx = []
+    for p in patterns:
+        if "F" in flags:
+            src = re.escape(p)
+        elif "E" in flags:
+            src = p
+        else:
+            src = _bre_to_python(p)
+        if "w" in flags:
+            src = rf"\b(?:{src})\b"
+        if "x" in flags:
+            src = rf"^(?:{src})$"
+        rx.append(re.compile(src.encode(), re.IGNORECASE if "i" in flags else 0))
+    return rx
+
+
+def _grep_input(
+    name: str, data: bytes, rx: list[re.Pattern[bytes]], flags: set[str], many: bool, io: Output
+) -> int:
+    """Greps one input; returns how many lines matched (-v: did not match)."""
+    count = 0
+    prefix = f"{name}:".encode() if many else b""
+    for line in data.splitlines():
+        found = [m for r in rx for m in r.finditer(line)]
+        if bool(found) == ("v" in flags):
+            continue
+        count += 1
+        if "q" in flags or "c" in flags or "l" in flags:
+            continue
+        if "o" in flags and "v" not in flags:
+            for m in found:
+                io.out(prefix + m.group(0) + b"\n")
+        else:
+            io.out(prefix + line + b"\n")
+    if "c" in flags:
+        io.out((f"{name}:" if many else "") + f"{count}\n")
+    if "l" in flags and count:
+        io.out(f"{name}\n")
+    return count
+
+
 def _grep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     flags: set[str] = set()
     patterns: list[str] = []
@@ -250,50 +277,17 @@ def _grep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
             return 2
         patterns = [rest.pop(0)]
     try:
-        rx = []
-        for p in patterns:
-            if "F" in flags:
-                src = re.escape(p)
-            elif "E" in flags:
-                src = p
-            else:
-                src = _bre_to_python(p)
-            if "w" in flags:
-                src = rf"\b(?:{src})\b"
-            if "x" in flags:
-                src = rf"^(?:{src})$"
-            rx.append(re.compile(src.encode(), re.IGNORECASE if "i" in flags else 0))
+        rx = _grep_regexes(patterns, flags)
     except re.error:
         io.err(f"grep: bad regex '{patterns[0]}'\n")
         return 2
     inputs = _read_inputs(sh, rest, stdin, io, "grep")
     if inputs is None:
         return 2
-    total = 0
-    for name, data in inputs:
-        count = 0
-        for line in data.splitlines():
-            found = [m for r in rx for m in r.finditer(line)]
-            if bool(found) == ("v" in flags):
-                continue
-            count += 1
-            if "q" in flags or "c" in flags or "l" in flags:
-                continue
-            prefix = f"{name}:".encode() if len(inputs) > 1 else b""
-            if "o" in flags and "v" not in flags:
-                for m in found:
-                    io.out(prefix + m.group(0) + b"\n")
-            else:
-                io.out(prefix + line + b"\n")
-        if "c" in flags:
-            io.out((f"{name}:" if len(inputs) > 1 else "") + f"{count}\n")
-        if "l" in flags and count:
-            io.out(f"{name}\n")
-        total += count
+    total = sum(_grep_input(name, data, rx, flags, len(inputs) > 1, io) for name, data in inputs)
     return 0 if total else 1
 
 
-@command("ls")
 def _ls(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     long = any(a.startswith("-") and "l" in a for a in args)
     paths = [a for a in args if not a.startswith("-")] or ["/"]
@@ -317,7 +311,6 @@ def _ls_long(sh: Shell, path: str, name: str) -> str:
     return f"-rw-rw---- 1 root sdcard_rw {size} 2026-01-01 12:00 {name}"
 
 
-@command("rm")
 def _rm(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     force = any(a.startswith("-") and "f" in a for a in args)
     rc = 0
@@ -328,7 +321,6 @@ def _rm(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return rc
 
 
-@command("mkdir")
 def _mkdir(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     for p in (a for a in args if not a.startswith("-")):
         try:
@@ -339,7 +331,6 @@ def _mkdir(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("touch")
 def _touch(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     for p in (a for a in args if not a.startswith("-")):
         try:
@@ -348,3 +339,29 @@ def _touch(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
             io.err(f"touch: {e}\n")
             return 1
     return 0
+
+
+COMMANDS = command_table(
+    _echo,
+    _printf,
+    _true,
+    _false,
+    _exit,
+    _cd,
+    _pwd,
+    _id,
+    _whoami,
+    _sleep,
+    _sh,
+    _cat,
+    _head,
+    _tail,
+    _wc,
+    _grep,
+    _ls,
+    _rm,
+    _mkdir,
+    _touch,
+    egrep=_grep,
+    fgrep=_grep,
+)

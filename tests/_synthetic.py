@@ -1,6 +1,7 @@
 """A synthetic run directory (episode and step records, UI dumps, small screenshots) for the report's tests.
 
-The records agree with `classify` and design.md's run layout, so the report cannot tell them from a real run.
+The records agree with `classify` and the run layout of docs/architecture.md, so the report cannot tell
+them from a real run.
 """
 
 from __future__ import annotations
