@@ -27,10 +27,12 @@ def _register() -> None:
     from agent_eval.commands.report import report_command, view_command
     from agent_eval.commands.run import run_command
     from agent_eval.commands.validate import validate_command
+    from agent_eval.tune.cli import tune_group
     from agent_eval.virtual_device.cli import device
 
     for command in (run_command, validate_command, report_command, view_command, builds_group, device):
         cli.add_command(command)
+    cli.add_command(tune_group)
 
 
 _register()

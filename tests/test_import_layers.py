@@ -40,7 +40,8 @@ ALLOWED: dict[str, set[str]] = {
     # Phones and engines on a Ray cluster: below the grid, above the runner (its phones are runner seats).
     "cluster": {"agent", "builds", "device", "errors", "records", "runner", "task", "virtual_device"},
     "commands": {"builds", "device", "errors", "grid", "report", "rundir", "runner", "scoring", "task"},
-    "cli": {"commands", "errors", "virtual_device"},
+    "tune": {"action", "agent", "builds", "device", "errors", "records", "runner", "screen", "task"},
+    "cli": {"commands", "errors", "tune", "virtual_device"},
     "__main__": {"cli"},
     "__init__": set(),
 }

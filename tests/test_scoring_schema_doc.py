@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from agent_eval.scoring.build_score import BuildScore, LatencyPerStep, OutcomeCounts, Rate, TaskScore
 from agent_eval.scoring.regression import BuildComparison, MetricComparison, Regression, TaskComparison
 from agent_eval.scoring.scorecard import Scorecard
+from agent_eval.scoring.splits import SplitScore
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "scorecard.md"
 MODELS: tuple[type[BaseModel], ...] = (
@@ -23,6 +24,7 @@ MODELS: tuple[type[BaseModel], ...] = (
     BuildComparison,
     MetricComparison,
     TaskComparison,
+    SplitScore,
 )
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent_eval.agent import compact
 from agent_eval.agent.llm import LLMPolicy, PromptFormat
 from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Policy
@@ -60,3 +61,4 @@ def get_agent(name: str | None = None) -> Agent:
 
 
 register_agent(PromptAgent(DEFAULT_AGENT, build_prompt, action_schema))
+register_agent(PromptAgent("compact", compact.build_prompt, action_schema))  # the tuned default agent

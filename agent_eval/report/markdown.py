@@ -12,6 +12,7 @@ from pathlib import Path
 from agent_eval.scoring.build_score import BuildScore, Rate
 from agent_eval.scoring.regression import METRIC_WORDS, MetricComparison
 from agent_eval.scoring.scorecard import Scorecard
+from agent_eval.scoring.splits import split_table
 
 SCORECARD_JSON = "scorecard.json"
 SCORECARD_MD = "scorecard.md"
@@ -270,6 +271,7 @@ def render_markdown(card: Scorecard) -> str:
         drill_down_table(card),
     ]
     parts += [markdown_table(t) + "\n" for t in tables if t is not None]
+    parts += split_table(card.splits)
     parts.append(
         "REGRESSION: Holm-adjusted exact McNemar p < α. NON-INFERIOR: the one-sided 95% upper bound of "
         "the drop is below δ. INCONCLUSIVE: neither; the data cannot decide, which is not no regression."

@@ -48,6 +48,7 @@ class TaskEntry(BaseModel):
     sha256: str = Field(
         description="Hash of the task's parsed content (formatting and comments do not count)."
     )
+    split: str = Field("train", description="train, or held_out: never in the tuning data.")
 
 
 class RunManifest(BaseModel):

@@ -23,6 +23,7 @@ def task_entry(task: Task) -> TaskEntry:
         version=task.version,
         path=str(task.source) if task.source is not None else None,
         sha256=hashlib.sha256(content.encode("utf-8")).hexdigest(),
+        split=task.split,
     )
 
 

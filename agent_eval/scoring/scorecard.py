@@ -24,6 +24,7 @@ from agent_eval.rundir import (
 )
 from agent_eval.scoring.build_score import BuildScore, build_score
 from agent_eval.scoring.regression import Regression, bits_order, compare_builds
+from agent_eval.scoring.splits import SplitScore, read_task_splits, split_scores
 from agent_eval.scoring.stats import ALPHA, DEFAULT_MARGIN
 
 SCORECARD_SCHEMA_VERSION = 1
@@ -52,6 +53,10 @@ class Scorecard(BaseModel):
     )
     notes: list[str] = Field(
         default_factory=list, description="What the reader should know before trusting it."
+    )
+    splits: list[SplitScore] = Field(
+        default_factory=list,
+        description="Rates per build on training and held-out tasks apart (empty: no held-out task ran).",
     )
 
 
@@ -108,6 +113,7 @@ def score_episodes(
     margin: float = DEFAULT_MARGIN,
     alpha: float = ALPHA,
     notes: Sequence[str] = (),
+    task_splits: Mapping[str, str] | None = None,
 ) -> Scorecard:
     """The scorecard from every episode record of a run (all attempts; only the last of each seed counts)."""
     if not 0 < margin < 1:
@@ -150,6 +156,7 @@ def score_episodes(
         builds=scores,
         regression=regression,
         notes=[*notes, *_score_notes(reference, len(by_build), settled, regression)],
+        splits=split_scores(scored, task_splits or {}) if task_splits else [],
     )
 
 
@@ -172,4 +179,5 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         reference=chosen,
         margin=next((m for m in (margin, settings.margin) if m is not None), DEFAULT_MARGIN),
         notes=notes,
+        task_splits=read_task_splits(run_dir),
     )
