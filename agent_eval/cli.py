@@ -22,13 +22,22 @@ def cli() -> None:
 def _register() -> None:
     # Each part owns its commands; importing them here keeps `agent_eval.cli` free of import cycles.
     from agent_eval.builds.commands import builds_group
+    from agent_eval.fidelity.cli import fidelity_command
     from agent_eval.report.cli import report_command
     from agent_eval.report.serve import view_command
     from agent_eval.runner.run_cli import run_command
     from agent_eval.runner.validate import validate_command
     from agent_eval.virtual_device.cli import device
 
-    for command in (run_command, validate_command, report_command, view_command, builds_group, device):
+    for command in (
+        run_command,
+        validate_command,
+        report_command,
+        view_command,
+        builds_group,
+        device,
+        fidelity_command,
+    ):
         cli.add_command(command)
 
 
