@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from rich.console import Console
@@ -38,6 +38,9 @@ from agent_eval.runner.loop import Cell, RunSummary, run_cells
 from agent_eval.runner.store import RunStore, new_manifest
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.task import Task
+
+if TYPE_CHECKING:
+    from agent_eval.fidelity.grid_hook import GridFidelity
 
 GRID_COPY = "grid.yaml"
 
@@ -138,6 +141,15 @@ def _refuse_fewer_seeds(store: RunStore, spec: GridSpec) -> None:
         )
 
 
+def grid_fidelity(spec: GridSpec, builds: GridBuilds, run_dir: Path, say: Any) -> GridFidelity | None:
+    """The fidelity probes of a grid with `fidelity: true` (docs/fidelity.md); None otherwise."""
+    if not spec.fidelity:
+        return None
+    from agent_eval.fidelity.grid_hook import GridFidelity
+
+    return GridFidelity(run_dir, builds.build_set.get(builds.reference), say)
+
+
 class _Grid:
     """One session of a grid: the store, the phones, the engines and the bars, phase by phase."""
 
@@ -154,6 +166,7 @@ class _Grid:
         self.spec, self.tasks, self.builds, self.store = spec, tasks, builds, store
         self.engines, self.progress, self.result = engines, progress, result
         self.devices: list[Device] = []
+        self.fidelity = grid_fidelity(spec, builds, store.run_dir, progress.say)
 
     def show_plan(self, targets: dict[CellKey, int]) -> None:
         finished = self.store.finished()
@@ -219,6 +232,8 @@ class _Grid:
                     summary = self._run_cells(mine, agents)
                     if not summary.complete and self.devices and self._revived():
                         summary = self._run_cells(mine, self.engines.agents())
+                    if self.fidelity is not None and self.progress.phase == 1:
+                        self.fidelity.probe(group, self.engines.live)
                     self.result.unfinished(summary)
             except BuildError as e:  # this build's engine would not start: the others still run
                 self.result.engine_errors.append(str(e))
@@ -302,6 +317,8 @@ def run_grid(
             else:
                 with phones(spec, progress.say) as started:
                     grid.run(started)
+            if grid.fidelity is not None:
+                grid.fidelity.finish()
     finally:
         store.close()
     for note in result.notes:

@@ -77,6 +77,9 @@ class GridSpec(BaseModel):
     phone_base_port: int = Field(5900, ge=1024, le=65000, description="First adb port of started phones.")
     engine_base_port: int = Field(8200, ge=1024, le=65000, description="First port tried for an engine.")
     run_dir: str | None = Field(None, description="Default: runs/<grid file name> in the current folder.")
+    fidelity: bool = Field(
+        False, description="Probe each served build on the reference's steps after phase 1."
+    )
     _base: Path = PrivateAttr(default_factory=Path.cwd)
 
     @property
