@@ -255,6 +255,8 @@ def markdown_table(table: TextTable) -> str:
 
 def render_markdown(card: Scorecard) -> str:
     """scorecard.md: the verdicts first, then every table of the scorecard."""
+    from agent_eval.report.fidelity_section import fidelity_table
+
     parts = [f"# Scorecard: run {card.run_id}", ""]
     said = sentences(card)
     if said:
@@ -268,6 +270,7 @@ def render_markdown(card: Scorecard) -> str:
         regression_table(card),
         per_task_table(card),
         drill_down_table(card),
+        fidelity_table(card.fidelity),
     ]
     parts += [markdown_table(t) + "\n" for t in tables if t is not None]
     parts.append(

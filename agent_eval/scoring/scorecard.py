@@ -14,6 +14,7 @@ from agent_eval.errors import ConfigError, RunStoreError
 from agent_eval.records import EngineRecord, EpisodeRecord
 from agent_eval.scoring.attempts import infra_attempts_by_task, settle_attempts
 from agent_eval.scoring.build_score import BuildScore, build_score
+from agent_eval.scoring.fidelity_fields import FidelityRow, read_fidelity_rows
 from agent_eval.scoring.regression import Regression, bits_order, compare_builds
 from agent_eval.scoring.run_files import read_engines, read_episodes, read_run_settings
 from agent_eval.scoring.stats import ALPHA, DEFAULT_MARGIN
@@ -44,6 +45,9 @@ class Scorecard(BaseModel):
     )
     notes: list[str] = Field(
         default_factory=list, description="What the reader should know before trusting it."
+    )
+    fidelity: list[FidelityRow] | None = Field(
+        None, description="Teacher-forced fidelity per build, from fidelity.json; null when not run."
     )
 
 
@@ -150,7 +154,7 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         notes.append(f"run.json names {recorded!r} as the reference, but it has no episodes yet")
         recorded = None
     chosen = resolve_reference(reference, recorded, episodes)
-    return score_episodes(
+    card = score_episodes(
         episodes,
         read_engines(run_dir),
         run_id=settings.run_id,
@@ -158,3 +162,5 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         margin=next((m for m in (margin, settings.margin) if m is not None), DEFAULT_MARGIN),
         notes=notes,
     )
+    card.fidelity = read_fidelity_rows(run_dir)
+    return card
