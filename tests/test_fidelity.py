@@ -124,3 +124,25 @@ def test_an_oracle_source_without_oracle_episodes_says_so(tmp_path: Path) -> Non
     write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
     with pytest.raises(RunStoreError, match=r"no finished episodes.*oracle"):
         load_source_steps(tmp_path, StepsFrom.ORACLE)
+
+
+def test_the_scorecard_and_report_carry_fidelity(tmp_path: Path) -> None:
+    from agent_eval.report.fidelity_section import fidelity_html
+    from agent_eval.report.markdown import render_markdown
+    from agent_eval.scoring.scorecard import score_run
+
+    test_known_logprobs_give_the_known_kl(tmp_path)
+    card = score_run(tmp_path)
+    assert card.fidelity is not None
+    assert [r.build for r in card.fidelity] == ["bf16", "w8a8"]
+    row = card.fidelity[1]
+    assert row.agreement_delta == 0.0 and row.verdicts["agreement"] == "NO DIFFERENCE SHOWN"
+    assert (
+        row.answer_logprob_delta is not None and row.answer_logprob_delta < 0
+    )  # log 0.5 < log 0.6 per token
+    # Where the source said done, the forced "d" is the top token: P(done) 0.5 against the reference's 0.6.
+    assert row.p_done_goal_held == pytest.approx(0.5) and row.verdicts["p_done_goal_held"] == "WORSE"
+    assert row.flagged
+    assert "Teacher-forced fidelity" in render_markdown(card)
+    page = fidelity_html(tmp_path, card.fidelity)
+    assert page.count("<svg") == 2 and "data-task=&quot;wifi_on&quot;" in page  # the viewer's cell
