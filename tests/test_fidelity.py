@@ -146,3 +146,36 @@ def test_the_scorecard_and_report_carry_fidelity(tmp_path: Path) -> None:
     assert "Teacher-forced fidelity" in render_markdown(card)
     page = fidelity_html(tmp_path, card.fidelity)
     assert page.count("<svg") == 2 and "data-task=&quot;wifi_on&quot;" in page  # the viewer's cell
+
+
+def test_a_grid_probes_the_builds_it_serves_and_writes_fidelity_json(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from agent_eval.builds.spec import Build
+    from agent_eval.fidelity.grid_hook import GridFidelity
+
+    write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16", "w8a8"), tasks=("wifi_on",), seeds=2))
+    _record_prompts(tmp_path)
+    builds = [
+        Build(
+            name=name, scheme=name, engine="vllm-cpu", model_path=f"absent-{name}", reference=name == "bf16"
+        )
+        for name in ("bf16", "w8a8")
+    ]
+    said: list[str] = []
+    hook = GridFidelity(tmp_path, builds[0], said.append)
+    servers = [TeacherEndpoint(0.6, 0.3), TeacherEndpoint(0.6, 0.3)]
+    try:
+        for build, server in zip(builds, servers, strict=True):  # one engine at a time, the reference first
+            live = {
+                build.name: SimpleNamespace(served=SimpleNamespace(endpoint=Endpoint(server.base_url, "s")))
+            }
+            hook.probe([build], live)
+    finally:
+        for server in servers:
+            server.close()
+    hook.finish()
+    result = json.loads((tmp_path / "fidelity.json").read_text())
+    assert [b["build"] for b in result["builds"]] == ["bf16", "w8a8"]
+    assert result["builds"][1]["kl"]["value"]["mean"] == pytest.approx(0.0, abs=1e-12)  # identical engines
+    assert any("no tokenizer directory" in line for line in said)
