@@ -49,6 +49,9 @@ def probe_builds(
     help="Whose recorded steps to replay.",
 )
 @click.option("--top-k", type=click.IntRange(1, 20), default=20, show_default=True)
+@click.option(
+    "--max-steps", type=click.IntRange(1), default=None, help="Probe a fixed random subset of steps."
+)
 @click.option("--no-decode", is_flag=True, help="Never decode: agreement becomes a lower bound.")
 def fidelity_command(
     run_dir: Path,
@@ -58,6 +61,7 @@ def fidelity_command(
     steps_from: str,
     top_k: int,
     no_decode: bool,
+    max_steps: int | None,
 ) -> None:
     """Teacher-forced fidelity: every build on the run's recorded prompts, against the reference."""
     from agent_eval.builds.spec import load_builds
@@ -77,6 +81,7 @@ def fidelity_command(
         steps_from=StepsFrom(steps_from),
         top_k=top_k,
         decode=not no_decode,
+        max_steps=max_steps,
         say=click.echo,
     )
     print_summary(result, click.echo)

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -154,7 +155,26 @@ class BuildProber:
             }
         )
 
-    def probe_all(self, steps: Sequence[SourceStep], spans: dict[tuple[str, int], Span]) -> list[StepProbe]:
-        """Every step, `workers` requests at a time (the engine batches them); results in step order."""
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            return list(pool.map(lambda s: self.probe(s, spans), steps))
+    def probe_all(
+        self, steps: Sequence[SourceStep], spans: dict[tuple[str, int], Span], out: Path | None = None
+    ) -> list[StepProbe]:
+        """Every step, `workers` requests at a time (the engine batches them); results in step order.
+
+        With `out`, each probe is appended to that file as soon as it is done, so a cut session keeps them.
+        """
+        sink = out.open("w", encoding="utf-8") if out is not None else None
+
+        def one(step: SourceStep) -> StepProbe:
+            probe = self.probe(step, spans)
+            if sink is not None:
+                with self._lock:
+                    sink.write(probe.model_dump_json() + "\n")
+                    sink.flush()
+            return probe
+
+        try:
+            with ThreadPoolExecutor(max_workers=self.workers) as pool:
+                return list(pool.map(one, steps))
+        finally:
+            if sink is not None:
+                sink.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -51,16 +52,15 @@ def probe_build(
 ) -> tuple[list[StepProbe], float, dict[str, object]]:
     """Probe every step on one served build and write its probe file: (probes, steps per minute, settings)."""
     prober = BuildProber(build, endpoint, top_k=top_k, decode=decode, mask=mask)
+    path = probes_path(run_dir, build)
+    path.parent.mkdir(parents=True, exist_ok=True)
     try:
         started = time.perf_counter()
-        probes = prober.probe_all(steps, spans)
+        probes = prober.probe_all(steps, spans, out=path)
         elapsed = time.perf_counter() - started
         settings = prober.request_settings()
     finally:
         prober.close()
-    path = probes_path(run_dir, build)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(p.model_dump_json() + "\n" for p in probes), encoding="utf-8")
     return probes, (60.0 * len(probes) / elapsed if elapsed > 0 else 0.0), settings
 
 
@@ -171,10 +171,15 @@ def run_fidelity(
     steps_from: StepsFrom = StepsFrom.REFERENCE,
     top_k: int = 20,
     decode: bool = True,
+    max_steps: int | None = None,
     say: Say = print,
 ) -> FidelityResult:
     """Serve each build in turn (the reference first) and probe the recorded steps on it."""
     steps, skipped = load_source_steps(run_dir, steps_from, reference)
+    if max_steps is not None and len(steps) > max_steps:
+        # A fixed random subset spreads over every episode (the first N steps would favour early steps).
+        skipped = {**skipped, f"left out by --max-steps {max_steps}": len(steps) - max_steps}
+        steps = sorted(random.Random(0).sample(steps, max_steps), key=lambda s: (s.episode, s.step))
     episodes = len({s.episode for s in steps})
     say(f"{len(steps)} recorded steps from {episodes} episodes (--steps-from {steps_from.value})")
     for reason, n in skipped.items():
