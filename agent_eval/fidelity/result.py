@@ -19,7 +19,6 @@ from agent_eval.fidelity.probe import StepProbe
 from agent_eval.fidelity.stats import ClusteredMean, clustered_mean, paired_difference
 from agent_eval.scoring.stats import ALPHA, holm
 
-FIDELITY_FILE = "fidelity.json"
 Key = tuple[str, int]
 Pick = Callable[[StepProbe], float | None]
 

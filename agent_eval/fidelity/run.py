@@ -20,7 +20,6 @@ from agent_eval.errors import RunStoreError
 from agent_eval.fidelity.mask import SchemaMask
 from agent_eval.fidelity.probe import BuildProber, Span, StepProbe
 from agent_eval.fidelity.result import (
-    FIDELITY_FILE,
     BuildFidelity,
     DisagreementStep,
     FidelityResult,
@@ -29,6 +28,7 @@ from agent_eval.fidelity.result import (
     step_kls,
 )
 from agent_eval.fidelity.steps import SourceStep, StepsFrom, load_source_steps
+from agent_eval.scoring.fidelity_fields import FIDELITY_FILE
 
 FIDELITY_DIR = "fidelity"
 Say = Callable[[str], None]
