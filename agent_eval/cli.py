@@ -1,6 +1,7 @@
 """The `agent-eval` command: a thin layer that wires each part's commands together.
 
-Each part owns its own command module; this file only registers them and turns project errors into messages.
+The commands live in agent_eval/commands/ (the phone's in virtual_device/cli.py); this file registers them
+and turns project errors into messages.
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ def cli() -> None:
 
 def _register() -> None:
     # Each part owns its commands; importing them here keeps `agent_eval.cli` free of import cycles.
-    from agent_eval.builds.commands import builds_group
-    from agent_eval.fidelity.cli import fidelity_command
-    from agent_eval.report.cli import report_command
-    from agent_eval.report.serve import view_command
-    from agent_eval.runner.run_cli import run_command
-    from agent_eval.runner.validate import validate_command
+    from agent_eval.commands.builds import builds_group
+    from agent_eval.commands.fidelity import fidelity_command
+    from agent_eval.commands.report import report_command, view_command
+    from agent_eval.commands.run import run_command
+    from agent_eval.commands.validate import validate_command
     from agent_eval.virtual_device.cli import device
 
     for command in (

@@ -89,6 +89,7 @@ class BuildManifest(BaseModel):
     pinning: dict[str, Any] = Field(default_factory=dict)
     sampling: dict[str, Any] = Field(default_factory=dict)
     accepts_images: bool = False
+    agent: str | None = Field(None, description="The agent that played the build; None: the default agent.")
 
 
 class EpisodeRecord(BaseModel):

@@ -16,8 +16,8 @@ import pytest
 from agent_eval import virtual_device
 from agent_eval.action import Action, ActionType
 from agent_eval.device import Device
-from agent_eval.device.observation import Observation
 from agent_eval.errors import ConfigError, DeviceError, DeviceNotFoundError, InvalidActionError
+from agent_eval.screen.observation import Observation
 
 SETTINGS = "com.android.settings/.Settings"
 NOWHERE = "emulator-5996"  # a serial no test starts

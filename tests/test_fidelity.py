@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from _synthetic import SyntheticRun, write_synthetic_run
 from scripted_teacher import TeacherEndpoint
 
 from agent_eval.action import Action, ActionType
@@ -19,7 +20,6 @@ from agent_eval.fidelity.run import assemble, probe_build
 from agent_eval.fidelity.stats import clustered_mean, paired_difference
 from agent_eval.fidelity.steps import StepsFrom, load_source_steps
 from agent_eval.records import StepRecord
-from agent_eval.report.synthetic import SyntheticRun, write_synthetic_run
 
 LOG = math.log
 

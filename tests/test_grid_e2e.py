@@ -189,7 +189,7 @@ def test_good_and_degraded_agents_get_the_expected_verdicts(
     assert len(episodes(tmp_path / "run")) == 40
 
 
-AGENT_SCRIPT = [sys.executable, "-m", "agent_eval.grid"]
+AGENT_SCRIPT = [sys.executable, "-m", "agent_eval", "run"]
 
 
 def test_a_killed_grid_continues_without_losing_or_repeating_episodes(

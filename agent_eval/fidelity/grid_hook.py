@@ -14,9 +14,9 @@ from typing import Protocol
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.spec import Build
 from agent_eval.errors import AgentEvalError
-from agent_eval.fidelity.cli import PROBE_ENGINES
 from agent_eval.fidelity.probe import Span
 from agent_eval.fidelity.run import assemble, probe_build, schema_mask
+from agent_eval.fidelity.select import PROBE_ENGINES
 from agent_eval.fidelity.steps import SourceStep, StepsFrom, load_source_steps
 
 

@@ -11,14 +11,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from agent_eval.action import Action, ActionType
 from agent_eval.agent.prompt import SYSTEM_PROMPT
 from agent_eval.errors import RunStoreError
 from agent_eval.records import EpisodeRecord, StepRecord
-from agent_eval.scoring.attempts import settle_attempts
-from agent_eval.scoring.run_files import read_episodes
+from agent_eval.rundir import read_episodes, read_steps, settle_attempts
 from agent_eval.scoring.scorecard import resolve_reference
 
 
@@ -66,18 +63,6 @@ def _chosen(episodes: list[EpisodeRecord], source: StepsFrom, reference: str | N
     return [e for e in episodes if e.build == name]
 
 
-def _read_steps(path: Path) -> list[StepRecord]:
-    steps = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            steps.append(StepRecord.model_validate_json(line))
-        except ValidationError as e:
-            raise RunStoreError(f"{path}:{number} is not a step record ({e.error_count()} errors)") from None
-    return steps
-
-
 def _problem(step: StepRecord) -> str | None:
     """Why a recorded step cannot be replayed today, or None."""
     if not step.prompt:
@@ -110,9 +95,7 @@ def load_source_steps(
     steps: list[SourceStep] = []
     skipped: dict[str, int] = {}
     for episode in sorted(episodes, key=lambda e: (e.build, e.task_id, e.seed)):
-        path = run_dir / episode.episode_dir / "steps.jsonl"
-        records = _read_steps(path) if path.is_file() else []
-        for record in records:
+        for record in read_steps(run_dir, episode):
             problem = _problem(record)
             if problem is not None:
                 skipped[problem] = skipped.get(problem, 0) + 1

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent_eval.builds import prepare
-from agent_eval.device.driver import Device
+from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import BuildError, ConfigError, InfraError, RunStoreError
 from agent_eval.grid.plan import (
     CellKey,
@@ -34,8 +34,10 @@ from agent_eval.grid.schedule import Engines, phones
 from agent_eval.grid.spec import GridSpec, is_task_id, load_grid, parse_grid, resolve_path
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
 from agent_eval.report.thumbnails import episode_thumbnails
+from agent_eval.rundir import RunStore
+from agent_eval.runner.lines import unfinished_problems
 from agent_eval.runner.loop import Cell, RunSummary, run_cells
-from agent_eval.runner.store import RunStore, new_manifest
+from agent_eval.runner.manifest import new_manifest
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.task import Task
 
@@ -63,6 +65,7 @@ class GridResult:
     engine_errors: list[str] = field(default_factory=list)  # engines that would not start or restart
     notes: list[str] = field(default_factory=list)
     scorecard: Scorecard | None = None
+    max_attempts: int = 3
 
     @property
     def planned(self) -> int:
@@ -82,18 +85,10 @@ class GridResult:
 
     @property
     def problems(self) -> list[str]:
-        out = [e.splitlines()[0] for e in self.engine_errors]
-        if self.failed:
-            last = self.failed[-1]
-            out.append(
-                f"{len(self.failed)} episode(s) failed every attempt "
-                f"(last: {last.build} {last.task_id} seed {last.seed}: {last.error})"
-            )
-        if self.retired_devices:
-            out.append(f"device(s) lost: {', '.join(self.retired_devices)}")
-        if self.not_run:
-            out.append(f"{len(self.not_run)} episode(s) not run")
-        return out
+        engines = [e.splitlines()[0] for e in self.engine_errors]
+        return engines + unfinished_problems(
+            self.failed, self.retired_devices, self.not_run, None, self.max_attempts
+        )
 
     def raise_for_problems(self) -> None:
         if self.problems:
@@ -105,11 +100,11 @@ class GridResult:
 
 def _manifests(spec_builds: GridBuilds, say: Any) -> list[BuildManifest]:
     """Each build's manifest, with its weights prepared (made if missing, checked if present) and hashed."""
-    served = [b.name for b in spec_builds.builds if b.engine != "endpoint"]
+    served = [b.name for b in spec_builds.builds if b.kind.starts_server]
     hashes = prepare(spec_builds.build_set, only=served, say=say) if served else {}
     out = []
     for build in spec_builds.builds:
-        if build.engine == "endpoint":
+        if not build.kind.starts_server:
             out.append(build.manifest())
         elif build.name in hashes:
             out.append(build.manifest(weights_hash=hashes[build.name]))
@@ -165,7 +160,7 @@ class _Grid:
     ) -> None:
         self.spec, self.tasks, self.builds, self.store = spec, tasks, builds, store
         self.engines, self.progress, self.result = engines, progress, result
-        self.devices: list[Device] = []
+        self.devices: list[EpisodeDevice] = []
         self.fidelity = grid_fidelity(spec, builds, store.run_dir, progress.say)
 
     def show_plan(self, targets: dict[CellKey, int]) -> None:
@@ -177,7 +172,7 @@ class _Grid:
             done[build] += sum(1 for seed in range(count) if (build, task_id, seed) in finished)
         self.progress.plan(planned, done)
 
-    def run(self, devices: list[Device]) -> None:
+    def run(self, devices: list[EpisodeDevice]) -> None:
         self.devices = list(devices)
         before = set(self.store.finished())
         try:
@@ -276,7 +271,7 @@ def run_grid(
     run_dir: Path | None = None,
     console: Console | None = None,
     bars: bool = True,
-    devices: Sequence[Device] | None = None,
+    devices: Sequence[EpisodeDevice] | None = None,
     score: bool = True,
     html: bool = True,
 ) -> GridResult:
@@ -297,7 +292,12 @@ def run_grid(
             if spec.run_dir is not None
             else Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-grid"
         )
-    result = GridResult(run_dir=run_dir, reference=builds.reference, skipped_builds=dict(builds.skipped))
+    result = GridResult(
+        run_dir=run_dir,
+        reference=builds.reference,
+        skipped_builds=dict(builds.skipped),
+        max_attempts=spec.max_attempts,
+    )
 
     store = RunStore(run_dir)
     _refuse_fewer_seeds(store, spec)
@@ -324,16 +324,15 @@ def run_grid(
     for note in result.notes:
         console.print(f"[dim]{note}")
     if score:
-        result.scorecard = write_scorecard(run_dir, builds.reference, spec.margin, console, html=html)
+        result.scorecard = score_and_publish(run_dir, builds.reference, spec.margin, console, html=html)
     return result
 
 
-def write_scorecard(
+def score_and_publish(
     run_dir: Path, reference: str, margin: float, console: Console, *, html: bool = True
 ) -> Scorecard | None:
-    """Score the run directory, print the tables, write scorecard.json/.md and (if it can) report.html."""
-    from agent_eval.report.markdown import write_scorecard as write_files
-    from agent_eval.report.terminal import render
+    """Score the run directory, then print and save the scorecard (see report/publish.py)."""
+    from agent_eval.report.publish import publish_scorecard
     from agent_eval.scoring.scorecard import score_run
 
     try:
@@ -341,17 +340,7 @@ def write_scorecard(
     except (RunStoreError, ConfigError) as e:
         console.print(f"[yellow]no scorecard yet: {e}")
         return None
-    render(card, console)
-    json_path, md_path = write_files(run_dir, card)
-    written = [json_path, md_path]
-    if html:
-        try:
-            from agent_eval.report.html import write_html_report
-        except ImportError:
-            pass
-        else:
-            written.append(write_html_report(run_dir, card))
-    console.print(f"wrote {', '.join(str(p) for p in written)}")
+    publish_scorecard(run_dir, card, console, html=html)
     return card
 
 

@@ -1,51 +1,14 @@
-"""The report's fidelity parts: a table for scorecard.md, and for report.html a plot of agreement and KL per
-build plus the steps where the builds disagree most, each opening its episode in the trajectory viewer."""
+"""report.html's fidelity section: a plot of agreement and KL per build, and the steps where the builds
+disagree most, each opening its episode in the trajectory viewer (scorecard.md's table: `markdown`)."""
 
 from __future__ import annotations
 
 from html import escape
 from pathlib import Path
 
-from agent_eval.report.markdown import TextTable, number
+from agent_eval.report.markdown import number
 from agent_eval.report.plots import PALETTE, Interval, _svg, rates_chart
-from agent_eval.scoring.fidelity_fields import FIDELITY_FILE, FidelityRow
-
-
-def fidelity_table(rows: list[FidelityRow] | None) -> TextTable | None:
-    """scorecard.md's table; None when the run has no fidelity.json."""
-    if not rows:
-        return None
-    body = []
-    for r in rows:
-        flagged = ", ".join(f"{m} {v}" for m, v in r.verdicts.items() if v != "NO DIFFERENCE SHOWN")
-        interval = (
-            f"[{number(r.agreement_low)}, {number(r.agreement_high)}]" if r.agreement_low is not None else ""
-        )
-        body.append(
-            (
-                r.build,
-                str(r.steps),
-                f"{number(r.agreement)} {interval}".strip(),
-                number(r.agreement_delta),
-                number(r.kl, 4),
-                number(r.answer_logprob_delta),
-                number(r.p_done_goal_held, 3),
-                number(r.p_done_goal_not_held, 3),
-                ("WORSE: " if r.flagged else "") + (flagged or "none"),
-            )
-        )
-    headers = (
-        "build",
-        "steps",
-        "agreement [95% CI]",
-        "Δ agreement",
-        "KL ≥ (nats)",
-        "Δ log P(answer)",
-        "P(done) goal held",
-        "P(done) goal not held",
-        "verdicts (Holm)",
-    )
-    return TextTable("Teacher-forced fidelity (reference's recorded steps)", headers, tuple(body))
+from agent_eval.scoring.fidelity_fields import FidelityRow, read_fidelity_json
 
 
 def _kl_chart(rows: list[FidelityRow]) -> str:
@@ -77,21 +40,20 @@ def _agrees(value: bool | None) -> str:
 
 
 def _disagreements(run_dir: Path) -> str:
-    from agent_eval.fidelity.result import FidelityResult
-
-    try:
-        result = FidelityResult.model_validate_json((run_dir / FIDELITY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    result = read_fidelity_json(run_dir)
+    if result is None:
         return ""
-    builds = [b.build for b in result.builds if not b.reference]
+    builds = [str(b["build"]) for b in result.get("builds", []) if not b.get("reference")]
     head = "".join(f"<th>{escape(b)}: agrees / KL</th>" for b in builds)
     rows = []
-    for s in result.most_disagreeing:
-        cells = "".join(f"<td>{_agrees(s.agrees.get(b))} / {number(s.kl.get(b), 3)}</td>" for b in builds)
-        link = _viewer_link(s.task_id, s.seed, f"{s.task_id} seed {s.seed} step {s.step}")
+    for s in result.get("most_disagreeing", []):
+        agrees, kl = s.get("agrees", {}), s.get("kl", {})
+        cells = "".join(f"<td>{_agrees(agrees.get(b))} / {number(kl.get(b), 3)}</td>" for b in builds)
+        task, seed = str(s["task_id"]), int(s["seed"])
+        link = _viewer_link(task, seed, f"{task} seed {seed} step {s['step']}")
         rows.append(
             f"<tr><td class='name'>{link}</td>"
-            f"<td class='name'><code>{escape(s.source_answer)}</code></td>{cells}</tr>"
+            f"<td class='name'><code>{escape(str(s.get('source_answer', '')))}</code></td>{cells}</tr>"
         )
     return (
         "<p>The steps where the builds disagree most with the reference's answer (most disagreeing builds, "

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -39,47 +41,47 @@ class FidelityRow(BaseModel):
     flagged: bool = Field(description="Some tested metric is WORSE than the reference's.")
 
 
+def _mean(metric: dict[str, Any], part: str = "value", key: str = "mean") -> float | None:
+    block = metric.get(part) or {}
+    value = block.get(key)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _row(b: dict[str, Any]) -> FidelityRow:
+    tested = ("agreement", "answer_logprob", "p_done_goal_held", "p_done_goal_not_held")
+    return FidelityRow(
+        build=str(b["build"]),
+        steps=int(b["steps"]),
+        episodes=int(b["episodes"]),
+        agreement=_mean(b["agreement"]),
+        agreement_low=_mean(b["agreement"], key="low"),
+        agreement_high=_mean(b["agreement"], key="high"),
+        agreement_delta=_mean(b["agreement"], "vs_reference"),
+        kl=_mean(b["kl"]),
+        kl_high=_mean(b["kl"], key="high"),
+        answer_logprob_delta=_mean(b["answer_logprob"], "vs_reference"),
+        p_done_goal_held=_mean(b["p_done_goal_held"]),
+        p_done_goal_not_held=_mean(b["p_done_goal_not_held"]),
+        verdicts={m: str(b[m]["verdict"]) for m in tested if b[m].get("verdict")},
+        flagged=bool(b.get("flagged")),
+    )
+
+
+def read_fidelity_json(run_dir: Path) -> dict[str, Any] | None:
+    """run_dir/fidelity.json as the fidelity part writes it; None when absent or unreadable."""
+    try:
+        data = json.loads((run_dir / FIDELITY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def read_fidelity_rows(run_dir: Path) -> list[FidelityRow] | None:
     """The rows of run_dir/fidelity.json; None when there is none (or it cannot be read)."""
-    from agent_eval.fidelity.result import FidelityResult
-
-    path = run_dir / FIDELITY_FILE
-    if not path.is_file():
+    data = read_fidelity_json(run_dir)
+    if data is None:
         return None
     try:
-        result = FidelityResult.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValidationError):
+        return [_row(b) for b in data.get("builds", [])]
+    except (KeyError, TypeError, ValueError, ValidationError):
         return None
-    rows = []
-    for b in result.builds:
-        tested = {
-            name: m.verdict.value
-            for name, m in (
-                ("agreement", b.agreement),
-                ("answer_logprob", b.answer_logprob),
-                ("p_done_goal_held", b.p_done_goal_held),
-                ("p_done_goal_not_held", b.p_done_goal_not_held),
-            )
-            if m.verdict is not None
-        }
-        rows.append(
-            FidelityRow(
-                build=b.build,
-                steps=b.steps,
-                episodes=b.episodes,
-                agreement=b.agreement.value.mean,
-                agreement_low=b.agreement.value.low,
-                agreement_high=b.agreement.value.high,
-                agreement_delta=b.agreement.vs_reference.mean if b.agreement.vs_reference else None,
-                kl=b.kl.value.mean,
-                kl_high=b.kl.value.high,
-                answer_logprob_delta=b.answer_logprob.vs_reference.mean
-                if b.answer_logprob.vs_reference
-                else None,
-                p_done_goal_held=b.p_done_goal_held.value.mean,
-                p_done_goal_not_held=b.p_done_goal_not_held.value.mean,
-                verdicts=tested,
-                flagged=b.flagged,
-            )
-        )
-    return rows

@@ -1,4 +1,4 @@
-"""`agent-eval report RUN_DIR`: recompute the scorecard from the run directory alone, print it and save it.
+"""`agent-eval report RUN_DIR` (score again, print, save) and `agent-eval view RUN_DIR` (serve the report).
 
 Scoring is imported inside the command: statsmodels takes seconds to load, a cost other commands skip.
 """
@@ -6,9 +6,12 @@ Scoring is imported inside the command: statsmodels takes seconds to load, a cos
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import click
+
+from agent_eval.report.serve import RunServer, ensure_report
 
 
 @click.command("report")
@@ -33,19 +36,23 @@ def report_command(
     """Score RUN_DIR (runs/<id>): rates with intervals, regression verdicts, cost; save the scorecard."""
     from rich.console import Console
 
-    from agent_eval.report.markdown import write_scorecard
-    from agent_eval.report.terminal import render
+    from agent_eval.report.publish import publish_scorecard
     from agent_eval.scoring.scorecard import score_run
 
     card = score_run(run_dir, reference=reference, margin=margin)
     # Piped output gets a fixed width wide enough for the tables instead of rich's 80-column fallback.
     console = Console(width=None if sys.stdout.isatty() else 200)
-    render(card, console, drill_down=drill_down)
-    if no_write:
-        return
-    written = list(write_scorecard(run_dir, card))
-    if html:
-        from agent_eval.report.html import write_html_report
+    publish_scorecard(run_dir, card, console, html=html, drill_down=drill_down, write=not no_write)
 
-        written.append(write_html_report(run_dir, card))
-    console.print("\nwrote " + ", ".join(str(path) for path in written))
+
+@click.command("view")
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="0 picks a free port."
+)
+def view_command(run_dir: Path, port: int) -> None:
+    """Serve RUN_DIR's report (scorecard, plots, trajectories) on 127.0.0.1 until interrupted."""
+    ensure_report(run_dir)
+    with RunServer(run_dir, port) as server:
+        click.echo(f"serving {run_dir} at {server.url}  (Ctrl-C stops)", nl=True)
+        threading.Event().wait()

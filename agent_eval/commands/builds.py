@@ -30,8 +30,8 @@ def list_builds(file: Path | None) -> None:
     builds = load_builds(file)
     for build in builds.builds:
         ref = " (reference)" if build.reference else ""
-        if build.engine == "endpoint":
-            state = f"endpoint {build.base_url}"
+        if not build.kind.starts_server:
+            state = f"{build.engine} {build.base_url}"
         else:
             prepared = read_prepared(build)
             state = f"prepared {prepared.weights_hash[:19]}" if prepared else "not prepared"

@@ -1,37 +1,12 @@
-"""`agent-eval fidelity RUN_DIR`: replay the run's recorded steps to every build, step by step."""
+"""`agent-eval fidelity RUN_DIR`: the run's recorded steps replayed to every build (docs/fidelity.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from agent_eval.builds.spec import Build, BuildSet
-
-# prompt_logprobs over token ids is a vLLM API; llama.cpp's server has no equivalent.
-PROBE_ENGINES = frozenset({"vllm-cpu"})
-
-
-def probe_builds(
-    builds: BuildSet, names: tuple[str, ...], reference: str, say: Callable[[str], None] = click.echo
-) -> list[Build]:
-    """The builds to probe: those named (all by default) that can answer prompt_logprobs on this host."""
-    from agent_eval.builds.host import unavailable_reason
-
-    chosen = [builds.get(n) for n in names] if names else list(builds.builds)
-    if reference not in {b.name for b in chosen}:
-        chosen.insert(0, builds.get(reference))
-    kept = []
-    for build in chosen:
-        why = unavailable_reason(build) if build.optional else None
-        if build.engine not in PROBE_ENGINES:
-            why = f"engine {build.engine} cannot return prompt_logprobs"
-        if why is not None and not names:
-            say(f"skipping {build.name}: {why}")
-            continue
-        kept.append(build)
-    return kept
+from agent_eval.fidelity.select import probe_builds
 
 
 @click.command("fidelity")
@@ -68,12 +43,12 @@ def fidelity_command(
     from agent_eval.fidelity.run import run_fidelity
     from agent_eval.fidelity.steps import StepsFrom
     from agent_eval.fidelity.summary import print_summary
-    from agent_eval.scoring.run_files import read_run_settings
+    from agent_eval.rundir import read_run_settings
 
     builds = load_builds(builds_file)
     ref = reference or read_run_settings(run_dir).reference or builds.reference.name
     wanted = tuple(n.strip() for n in names.split(",") if n.strip())
-    chosen = probe_builds(builds, wanted, ref)
+    chosen = probe_builds(builds, wanted, ref, click.echo)
     result = run_fidelity(
         run_dir,
         chosen,

@@ -1,4 +1,4 @@
-"""Which episode records count: the last attempt of each (build, task, seed); infra errors counted apart.
+"""Settling attempts: the last attempt of each (build, task, seed) counts; infra errors are counted apart.
 
 An infra error is the device's or engine's fault: it never enters a rate, it is retried and tallied apart.
 """
@@ -10,9 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from agent_eval.records import EpisodeRecord, Outcome
+from agent_eval.rundir.layout import EpisodeKey
 
-EpisodeKey = tuple[str, str, int]
-"""(build, task_id, seed): one cell of the grid for one seed."""
+
+def episode_key(record: EpisodeRecord) -> EpisodeKey:
+    return (record.build, record.task_id, record.seed)
 
 
 @dataclass(frozen=True)
@@ -27,24 +29,40 @@ class SettledEpisodes:
     """Per build: (task, seed) whose last attempt was still an infra error, so it has no score."""
     builds: tuple[str, ...] = ()
     """Every build that has at least one record, in order of first appearance."""
+    last: dict[EpisodeKey, EpisodeRecord] = field(default_factory=dict)
+    """The last attempt of each (build, task, seed), infra error or not."""
+    retried: tuple[EpisodeRecord, ...] = ()
+    """Infra-error attempts that a later attempt replaced."""
+
+    @property
+    def final(self) -> tuple[EpisodeRecord, ...]:
+        """The last attempt of each (build, task, seed), in order of first appearance."""
+        return tuple(self.last.values())
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(sorted({key[1] for key in self.last}))
 
 
 def settle_attempts(records: Iterable[EpisodeRecord]) -> SettledEpisodes:
     """Keep the last attempt of each (build, task, seed): the highest attempt number, then the later line."""
+    every = list(records)
     last: dict[EpisodeKey, EpisodeRecord] = {}
     infra: Counter[tuple[str, str]] = Counter()
     builds: dict[str, None] = {}
-    for record in records:
+    for record in every:
         builds.setdefault(record.build, None)
         if record.outcome is Outcome.INFRA_ERROR:
             infra[record.build, record.task_id] += 1
-        key = (record.build, record.task_id, record.seed)
+        key = episode_key(record)
         kept = last.get(key)
         if kept is None or record.attempt >= kept.attempt:
             last[key] = record
     scored = {key: r for key, r in last.items() if r.outcome is not Outcome.INFRA_ERROR}
     unresolved = Counter(key[0] for key, r in last.items() if r.outcome is Outcome.INFRA_ERROR)
-    return SettledEpisodes(scored, infra, unresolved, tuple(builds))
+    kept_ids = {id(r) for r in last.values()}
+    retried = tuple(r for r in every if id(r) not in kept_ids and r.outcome is Outcome.INFRA_ERROR)
+    return SettledEpisodes(scored, infra, unresolved, tuple(builds), last, retried)
 
 
 def infra_attempts_by_task(settled: SettledEpisodes, build: str) -> dict[str, int]:

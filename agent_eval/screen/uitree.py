@@ -9,8 +9,8 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 
-from agent_eval.device.observation import Bounds, Element
 from agent_eval.errors import DeviceError
+from agent_eval.screen.observation import Bounds, Element
 
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
 
