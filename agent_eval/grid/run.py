@@ -177,6 +177,8 @@ class _Grid:
         before = set(self.store.finished())
         try:
             self._phases()
+            if self.fidelity is not None:
+                self.fidelity.finish()
         finally:
             self.result.kept = sum(
                 1 for (b, t), n in self.result.targets.items() for s in range(n) if (b, t, s) in before
@@ -317,8 +319,6 @@ def run_grid(
             else:
                 with phones(spec, progress.say) as started:
                     grid.run(started)
-            if grid.fidelity is not None:
-                grid.fidelity.finish()
     finally:
         store.close()
     for note in result.notes:
