@@ -124,7 +124,6 @@ def main() -> None:
         with serve(build, bench_dir) as served:
             if not spans:
                 started = time.perf_counter()
-                BuildProber(name, served.endpoint, workers=args.workers).teacher.close()
                 prober = BuildProber(name, served.endpoint, workers=args.workers)
                 for step in steps:
                     prober._span(step, spans)
