@@ -120,7 +120,7 @@ def test_teacher_forcing_answers_prompt_logprobs(served: ServedBuild) -> None:
         positions = forced.positions
         masked = mask.masked_ranks(answer_ids, [p.rank for p in positions], [p.top for p in positions])
         # Never a known deviation; unknown (None) only where the grammar forced a token from outside the
-        # top-k (the opening "{" of a model that would rather write prose), which fidelity settles by a decode.
+        # top-k (the opening "{" of a model that would rather write prose): fidelity decodes there.
         assert all(r in (1, None) for r in masked), (greedy, masked)
         assert masked.count(1) >= len(masked) - 1, (greedy, masked)
 
