@@ -24,13 +24,22 @@ def cli() -> None:
 def _register() -> None:
     # Each part owns its commands; importing them here keeps `agent_eval.cli` free of import cycles.
     from agent_eval.commands.builds import builds_group
+    from agent_eval.commands.fidelity import fidelity_command
     from agent_eval.commands.report import report_command, view_command
     from agent_eval.commands.run import run_command
     from agent_eval.commands.validate import validate_command
     from agent_eval.tune.cli import tune_group
     from agent_eval.virtual_device.cli import device
 
-    for command in (run_command, validate_command, report_command, view_command, builds_group, device):
+    for command in (
+        run_command,
+        validate_command,
+        report_command,
+        view_command,
+        builds_group,
+        device,
+        fidelity_command,
+    ):
         cli.add_command(command)
     cli.add_command(tune_group)
 

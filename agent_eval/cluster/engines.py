@@ -96,6 +96,10 @@ class ClusterEngines:
         self.run_dir, self.manifests, self.usage_of, self.say = run_dir, manifests, usage_of, say
         self.live: dict[str, _Live] = {}
 
+    def endpoints(self) -> dict[str, Endpoint]:
+        """Where each build being served answers, by build name."""
+        return {name: live.endpoint for name, live in self.live.items()}
+
     def _start_actor(self, build: Build) -> tuple[Any, Endpoint, str]:
         ray = ray_module()
         actor = ray.remote(max_restarts=0)(EngineHost).options(**engine_options(build)).remote(build)

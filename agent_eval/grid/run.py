@@ -44,6 +44,7 @@ from agent_eval.task import Task
 
 if TYPE_CHECKING:
     from agent_eval.cluster import Cluster, ClusterEngines
+    from agent_eval.fidelity.grid_hook import GridFidelity
 
 GRID_COPY = "grid.yaml"
 
@@ -137,6 +138,15 @@ def _refuse_fewer_seeds(store: RunStore, spec: GridSpec) -> None:
         )
 
 
+def grid_fidelity(spec: GridSpec, builds: GridBuilds, run_dir: Path, say: Any) -> GridFidelity | None:
+    """The fidelity probes of a grid with `fidelity: true` (docs/fidelity.md); None otherwise."""
+    if not spec.fidelity:
+        return None
+    from agent_eval.fidelity.grid_hook import GridFidelity
+
+    return GridFidelity(run_dir, builds.build_set.get(builds.reference), say)
+
+
 class _Grid:
     """One session of a grid: the store, the phones, the engines and the bars, phase by phase."""
 
@@ -153,6 +163,7 @@ class _Grid:
         self.spec, self.tasks, self.builds, self.store = spec, tasks, builds, store
         self.engines, self.progress, self.result = engines, progress, result
         self.devices: list[EpisodeDevice | Seat] = []
+        self.fidelity = grid_fidelity(spec, builds, store.run_dir, progress.say)
 
     def show_plan(self, targets: dict[CellKey, int]) -> None:
         finished = self.store.finished()
@@ -168,6 +179,8 @@ class _Grid:
         before = set(self.store.finished())
         try:
             self._phases()
+            if self.fidelity is not None:
+                self.fidelity.finish()
         finally:
             self.result.kept = sum(
                 1 for (b, t), n in self.result.targets.items() for s in range(n) if (b, t, s) in before
@@ -218,6 +231,8 @@ class _Grid:
                     summary = self._run_cells(mine, agents)
                     if not summary.complete and self.devices and self._revived():
                         summary = self._run_cells(mine, self.engines.agents())
+                    if self.fidelity is not None and self.progress.phase == 1:
+                        self.fidelity.probe(group, self.engines.endpoints())
                     self.result.unfinished(summary)
             except BuildError as e:  # this build's engine would not start: the others still run
                 self.result.engine_errors.append(str(e))

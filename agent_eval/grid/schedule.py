@@ -15,6 +15,7 @@ from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import Policy
 from agent_eval.builds import Build, ServedBuild, serve
 from agent_eval.builds.client import ChatClient, Usage, add_usage
+from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.host import port_is_free
 from agent_eval.device.backend import DeviceRequest, EpisodeDevice, device_backend
 from agent_eval.errors import ConfigError
@@ -63,6 +64,10 @@ class Engines:
         self.say = say
         self.usage: dict[str, Usage] = {}
         self.live: dict[str, ServedAgent] = {}
+
+    def endpoints(self) -> dict[str, Endpoint]:
+        """Where each build being served answers, by build name."""
+        return {name: live.served.endpoint for name, live in self.live.items()}
 
     def _port(self, build: Build) -> int | None:
         if not build.kind.starts_server:

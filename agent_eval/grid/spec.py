@@ -85,6 +85,9 @@ class GridSpec(BaseModel):
         description="A Ray cluster to run phones and engines on: its address (host:6379, ray://host:10001) "
         "or `auto` (docs/cluster.md); default: this host.",
     )
+    fidelity: bool = Field(
+        False, description="Probe each served build on the reference's steps after phase 1."
+    )
     _base: Path = PrivateAttr(default_factory=Path.cwd)
 
     @property

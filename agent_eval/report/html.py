@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.records import EpisodeRecord
+from agent_eval.report.fidelity_section import fidelity_html
 from agent_eval.report.manifests import builds_table
 from agent_eval.report.page_assets import SCRIPT, STYLE
 from agent_eval.report.plots import Interval, Part, grouped_bars, rates_chart, stacked_bars
@@ -197,6 +198,7 @@ def render_report(
         "<details><summary>Per-task drill-down of the regression (exploratory, BH-adjusted)</summary>",
         drill_down_table(card),
         "</details>",
+        fidelity_html(run_dir, card.fidelity),
         "<h2>Trajectories</h2>",
         _matrix(episodes, builds),
         '<div class="nav"><button id="prev">← previous</button><button id="next">next →</button> '

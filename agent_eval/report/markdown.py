@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_eval.scoring.build_score import BuildScore, Rate
+from agent_eval.scoring.fidelity_fields import FidelityRow
 from agent_eval.scoring.regression import METRIC_WORDS, MetricComparison
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.scoring.splits import split_table
@@ -254,6 +255,43 @@ def markdown_table(table: TextTable) -> str:
     return "\n".join(lines)
 
 
+def fidelity_table(rows: list[FidelityRow] | None) -> TextTable | None:
+    """scorecard.md's table; None when the run has no fidelity.json."""
+    if not rows:
+        return None
+    body = []
+    for r in rows:
+        flagged = ", ".join(f"{m} {v}" for m, v in r.verdicts.items() if v != "NO DIFFERENCE SHOWN")
+        interval = (
+            f"[{number(r.agreement_low)}, {number(r.agreement_high)}]" if r.agreement_low is not None else ""
+        )
+        body.append(
+            (
+                r.build,
+                str(r.steps),
+                f"{number(r.agreement)} {interval}".strip(),
+                number(r.agreement_delta),
+                number(r.kl, 4),
+                number(r.answer_logprob_delta),
+                number(r.p_done_goal_held, 3),
+                number(r.p_done_goal_not_held, 3),
+                ("WORSE: " if r.flagged else "") + (flagged or "none"),
+            )
+        )
+    headers = (
+        "build",
+        "steps",
+        "agreement [95% CI]",
+        "Δ agreement",
+        "KL ≥ (nats)",
+        "Δ log P(answer)",
+        "P(done) goal held",
+        "P(done) goal not held",
+        "verdicts (Holm)",
+    )
+    return TextTable("Teacher-forced fidelity (reference's recorded steps)", headers, tuple(body))
+
+
 def render_markdown(card: Scorecard) -> str:
     """scorecard.md: the verdicts first, then every table of the scorecard."""
     parts = [f"# Scorecard: run {card.run_id}", ""]
@@ -269,6 +307,7 @@ def render_markdown(card: Scorecard) -> str:
         regression_table(card),
         per_task_table(card),
         drill_down_table(card),
+        fidelity_table(card.fidelity),
     ]
     parts += [markdown_table(t) + "\n" for t in tables if t is not None]
     parts += split_table(card.splits)

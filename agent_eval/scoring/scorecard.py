@@ -23,6 +23,7 @@ from agent_eval.rundir import (
     settle_attempts,
 )
 from agent_eval.scoring.build_score import BuildScore, build_score
+from agent_eval.scoring.fidelity_fields import FidelityRow, read_fidelity_rows
 from agent_eval.scoring.regression import Regression, bits_order, compare_builds
 from agent_eval.scoring.splits import SplitScore, read_task_splits, split_scores
 from agent_eval.scoring.stats import ALPHA, DEFAULT_MARGIN
@@ -57,6 +58,9 @@ class Scorecard(BaseModel):
     splits: list[SplitScore] = Field(
         default_factory=list,
         description="Rates per build on training and held-out tasks apart (empty: no held-out task ran).",
+    )
+    fidelity: list[FidelityRow] | None = Field(
+        None, description="Teacher-forced fidelity per build, from fidelity.json; null when not run."
     )
 
 
@@ -172,7 +176,7 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         notes.append(f"run.json names {recorded!r} as the reference, but it has no episodes yet")
         recorded = None
     chosen = resolve_reference(reference, recorded, episodes)
-    return score_episodes(
+    card = score_episodes(
         episodes,
         read_engines(run_dir),
         run_id=settings.run_id,
@@ -181,3 +185,5 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         notes=notes,
         task_splits=read_task_splits(run_dir),
     )
+    card.fidelity = read_fidelity_rows(run_dir)
+    return card
