@@ -1,6 +1,7 @@
 """The `agent-eval` command: a thin layer that wires each part's commands together.
 
-Each part owns its own command module; this file only registers them and turns project errors into messages.
+The commands live in agent_eval/commands/ (the phone's in virtual_device/cli.py); this file registers them
+and turns project errors into messages.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import click
 
 from agent_eval import __version__
 from agent_eval.errors import AgentEvalError
+from agent_eval.virtual_device.errors import VirtualDeviceError
 
 
 @click.group()
@@ -21,15 +23,25 @@ def cli() -> None:
 
 def _register() -> None:
     # Each part owns its commands; importing them here keeps `agent_eval.cli` free of import cycles.
-    from agent_eval.builds.commands import builds_group
-    from agent_eval.report.cli import report_command
-    from agent_eval.report.serve import view_command
-    from agent_eval.runner.run_cli import run_command
-    from agent_eval.runner.validate import validate_command
+    from agent_eval.commands.builds import builds_group
+    from agent_eval.commands.fidelity import fidelity_command
+    from agent_eval.commands.report import report_command, view_command
+    from agent_eval.commands.run import run_command
+    from agent_eval.commands.validate import validate_command
+    from agent_eval.tune.cli import tune_group
     from agent_eval.virtual_device.cli import device
 
-    for command in (run_command, validate_command, report_command, view_command, builds_group, device):
+    for command in (
+        run_command,
+        validate_command,
+        report_command,
+        view_command,
+        builds_group,
+        device,
+        fidelity_command,
+    ):
         cli.add_command(command)
+    cli.add_command(tune_group)
 
 
 _register()
@@ -44,7 +56,7 @@ def main() -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
-    except AgentEvalError as e:
+    except (AgentEvalError, VirtualDeviceError) as e:
         click.echo(f"agent-eval: error: {e}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:

@@ -47,3 +47,7 @@ class InvalidActionError(AgentEvalError):
 
 class RunStoreError(AgentEvalError):
     """A run directory is unreadable or belongs to a different configuration."""
+
+
+class ClusterError(ConfigError):
+    """The Ray cluster a grid names cannot be reached, or lacks what the grid needs (phones, resources)."""

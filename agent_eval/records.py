@@ -17,7 +17,7 @@ SCHEMA_VERSION = 1
 
 
 class Outcome(StrEnum):
-    """Exactly one per episode (design.md, "The two scores")."""
+    """Exactly one per episode (docs/scorecard.md)."""
 
     SUCCESS = "success"
     UNDONE = "undone"
@@ -112,6 +112,7 @@ class BuildManifest(BaseModel):
     pinning: dict[str, Any] = Field(default_factory=dict)
     sampling: dict[str, Any] = Field(default_factory=dict)
     accepts_images: bool = False
+    agent: str | None = Field(None, description="The agent that played the build; None: the default agent.")
     rung: RungInfo | None = Field(None, description="Its quantization-ladder rung, if it was prepared here.")
 
 
@@ -155,7 +156,7 @@ class EpisodeRecord(BaseModel):
 
 
 def classify(goal_timeline: list[bool], said: Said | None) -> Outcome:
-    """The outcome of an episode that ran to its end (design.md's table).
+    """The outcome of an episode that ran to its end (docs/scorecard.md).
 
     `goal_timeline[0]` is the goal before the first step, then one value after each executed action; a
     terminal action executes nothing, so the goal when the agent spoke is `goal_timeline[-1]`.

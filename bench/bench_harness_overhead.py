@@ -3,7 +3,7 @@
 Plays wifi_on episodes on a virtual phone against an instant scripted endpoint, reads each step's latency
 split from steps.jsonl, and compares the harness share with the step time of the default model. That step
 time comes from --endpoint (a real served build, measured) or else from the prompt's token count and
-engine.md's speeds for bf16 SmolLM2-135M on vLLM CPU (prefill ~250 tok/s, decode ~21 tok/s).
+the engine study's speeds for bf16 SmolLM2-135M on vLLM CPU (prefill ~250 tok/s, decode ~21 tok/s).
 Target: harness ≤ 2 % of step time.
 
     .venv/bin/python bench/bench_harness_overhead.py [--episodes 6] [--endpoint URL --model NAME]
@@ -33,7 +33,7 @@ from agent_eval.runner.episode import run_episode  # noqa: E402
 from agent_eval.task import load_task  # noqa: E402
 from agent_eval.virtual_device import start_fleet  # noqa: E402
 
-PREFILL_TOK_S = 252.0  # engine.md: bf16 SmolLM2-135M, vLLM CPU eager, quiet machine
+PREFILL_TOK_S = 252.0  # engine study: bf16 SmolLM2-135M, vLLM CPU eager, quiet machine
 DECODE_TOK_S = 20.7
 TOKENIZER = REPO / "models" / "smollm2-135m-instruct" / "bf16" / "tokenizer.json"
 SCRIPT = [tap("Settings"), tap("Network & internet"), tap("Internet"), tap("Wi-Fi"), DONE]
@@ -114,7 +114,7 @@ def main() -> None:
         source = f"measured on {args.endpoint}"
     else:
         model = model_est
-        source = f"estimated: {PREFILL_TOK_S:g} tok/s prefill, {DECODE_TOK_S:g} tok/s decode (engine.md)"
+        source = f"estimated: {PREFILL_TOK_S:g} tok/s prefill, {DECODE_TOK_S:g} tok/s decode (engine study)"
     print(f"  model time per step ({source})   {ms(model)}")
     step = [h + d + m for h, d, m in zip(harness, device_s, model, strict=True)]
     share = [h / s for h, s in zip(harness, step, strict=True)]

@@ -10,14 +10,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from agent_eval.report.html import THUMBNAIL_BUDGET_S, write_html_report
-from agent_eval.report.synthetic import SyntheticRun, write_synthetic_run
-from agent_eval.report.thumbnails import episode_thumbnails
-from agent_eval.scoring.scorecard import score_run
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # the synthetic run is a test fixture
+
+from _synthetic import SyntheticRun, write_synthetic_run  # noqa: E402
+
+from agent_eval.report.html import THUMBNAIL_BUDGET_S, write_html_report  # noqa: E402
+from agent_eval.report.thumbnails import episode_thumbnails  # noqa: E402
+from agent_eval.scoring.scorecard import score_run  # noqa: E402
 
 TARGET_S = 10.0
 SPEC = SyntheticRun(

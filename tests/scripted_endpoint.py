@@ -75,6 +75,7 @@ class ScriptedEndpoint:
         delay_s: float = 0.0,
         model: str = "scripted",
         stream_usage: bool = True,
+        port: int = 0,
     ) -> None:
         self.script = list(script)
         self.fail = fail
@@ -84,7 +85,7 @@ class ScriptedEndpoint:
         self.requests: list[dict[str, Any]] = []
         self.misses: list[str] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())  # 0: any free port
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._serve, name="scripted", daemon=True)
 
@@ -162,6 +163,12 @@ class ScriptedEndpoint:
                     return
                 if endpoint.fail == "garbage":
                     self._raw(200, "text/html", b"<html><body>502 Bad Gateway (nginx)</body></html>")
+                    return
+                if self.path.rstrip("/") == "/v1/completions":
+                    # The launcher's first-token check of a server it started.
+                    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+                    choice = {"index": 0, "text": " ", "finish_reason": "length"}
+                    self._json(200, {"object": "text_completion", "choices": [choice], "usage": usage})
                     return
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._json(404, {"error": {"message": f"no route {self.path}"}})

@@ -6,7 +6,7 @@ import pytest
 
 from agent_eval.action import Action, ActionType
 from agent_eval.agent.parse import parse_action
-from agent_eval.device.observation import Bounds, Element, Observation
+from agent_eval.screen.observation import Bounds, Element, Observation
 
 
 def _screen() -> Observation:

@@ -23,7 +23,7 @@ from agent_eval.agent.prompt import (
 )
 from agent_eval.builds.client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
-from agent_eval.device.observation import Bounds, Element, Observation
+from agent_eval.screen.observation import Bounds, Element, Observation
 
 PNG = b"\x89PNG\r\n\x1a\nfake-pixels"
 
@@ -184,7 +184,7 @@ ROW_XML = (
 
 
 def test_a_switch_that_only_says_on_or_off_is_named_by_its_rows_title() -> None:
-    from agent_eval.device.uitree import parse_ui
+    from agent_eval.screen.uitree import parse_ui
 
     elements, nodes = parse_ui(ROW_XML)
     screen = Observation(PNG, ROW_XML, tuple(elements), "a/.B", 1080, 2400, tuple(nodes))

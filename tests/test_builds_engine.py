@@ -5,6 +5,7 @@ One server at a time: each build's server starts once for this module and is sha
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -16,10 +17,13 @@ from typing import Any
 import pytest
 from _engines import prepared_default_builds, servable_vllm_builds
 
+from agent_eval.agent.prompt import action_schema
 from agent_eval.builds import ServedBuild, serve
 from agent_eval.builds.client import ChatClient
 from agent_eval.builds.memory import tree_pids
+from agent_eval.builds.teacher import TeacherClient
 from agent_eval.errors import BuildError
+from agent_eval.fidelity.mask import SchemaMask
 from agent_eval.records import EngineRecord
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
@@ -95,6 +99,30 @@ def test_engine_record_has_memory_startup_and_speed(served: ServedBuild, client:
     assert record.env["VLLM_CPU_OMP_THREADS_BIND"] == served.build.pinning.cpus
     assert record.pinning["cpus"] == served.build.pinning.cpus and record.mode == "eager"
     assert record.log is not None and (served.run_dir / record.log).is_file()
+
+
+def test_teacher_forcing_answers_prompt_logprobs(served: ServedBuild) -> None:
+    """One prefill with an answer appended gives top-k log-probabilities at every answer token; on the
+    reference, its own greedy answer forced back is never below another allowed token (agreement 1.0)."""
+    builds, _ = prepared_default_builds()
+    answer = ChatClient(dataclasses.replace(served.endpoint, temperature=0.0), stream=False)
+    with answer, TeacherClient(served.endpoint, top_k=5) as teacher:
+        greedy = answer.chat(PROMPT, json_schema=action_schema()).text
+        prompt_ids, answer_ids = teacher.answer_span(PROMPT, greedy)
+        forced = teacher.force(prompt_ids, answer_ids)
+        again = teacher.force(prompt_ids, answer_ids)
+    assert len(forced.positions) == len(answer_ids) > 3
+    for p in forced.positions:
+        assert p.logprob <= 0 and p.rank >= 1 and p.token_id in p.top and 5 <= len(p.top) <= 6
+    assert [p.top for p in again.positions] == [p.top for p in forced.positions]  # deterministic prefill
+    if served.build.name == builds.reference.name:
+        mask = SchemaMask(served.build.resolved_path() or Path(), action_schema())
+        positions = forced.positions
+        masked = mask.masked_ranks(answer_ids, [p.rank for p in positions], [p.top for p in positions])
+        # Never a known deviation; unknown (None) where the grammar forced a token from outside the top-k
+        # (e.g. the opening "{" of a model that would rather write prose): fidelity decodes there.
+        assert all(r in (1, None) for r in masked), (greedy, masked)
+        assert masked.count(1) > len(masked) // 2, (greedy, masked)
 
 
 def test_a_died_server_restarts_once(served: ServedBuild, client: ChatClient) -> None:

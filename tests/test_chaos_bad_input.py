@@ -48,7 +48,7 @@ def agent_eval(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[
 
 def grid_module(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "agent_eval.grid", *args, "--no-bars"],
+        [sys.executable, "-m", "agent_eval", "run", *args, "--no-bars"],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -156,7 +156,7 @@ def test_an_endpoint_answering_garbage_is_an_infra_error_and_a_rerun_finishes(ea
         earlier.agent.fail = None
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert earlier.agent.url in done.stdout + done.stderr
-    assert "failed 2 times" in done.stderr and "rerun the same command" in done.stderr
+    assert "failed every attempt, 2 times" in done.stderr and "rerun the same command" in done.stderr
     assert earlier.kept()
     failed = [e for e in episodes(earlier.run_dir) if e["outcome"] == "infra_error"]
     assert [e["seed"] for e in failed] == [3, 3]

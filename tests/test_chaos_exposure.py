@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 from _phones import adb
+from _synthetic import SyntheticRun, write_synthetic_run
 
-from agent_eval.report.synthetic import SyntheticRun, write_synthetic_run
 from agent_eval.virtual_device import Fleet, start_fleet
 from agent_eval.virtual_device.console import read_token
 

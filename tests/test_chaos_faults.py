@@ -203,7 +203,7 @@ def test_when_every_phone_dies_the_grid_stops_saying_so_and_a_rerun_finishes(
 ) -> None:
     run_dir = tmp_path / "run"
     grid = tmp_path / "grid.yaml"
-    command = [sys.executable, "-m", "agent_eval.grid", str(grid), "--no-bars"]
+    command = [sys.executable, "-m", "agent_eval", "run", str(grid), "--no-bars"]
     with start_fleet(count=1, base_port=6008) as fleet:
         spec = _grid(tmp_path, agents, fleet.serials, "run")
         grid.write_text(
@@ -242,7 +242,7 @@ def test_a_frozen_phone_is_given_up_on_not_waited_for_forever(
             yaml.safe_dump({**spec.model_dump(mode="json"), "tasks": TASKS[:1], "builds": ["steady"]})
         )
         harness = subprocess.Popen(
-            [sys.executable, "-m", "agent_eval.grid", str(grid), "--no-bars"],
+            [sys.executable, "-m", "agent_eval", "run", str(grid), "--no-bars"],
             cwd=REPO,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

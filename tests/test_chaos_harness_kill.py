@@ -29,7 +29,7 @@ TASKS = ["airplane_mode_on", "wifi_on"]
 SEEDS = 3
 PLANNED = len(TASKS) * 2 * SEEDS
 TAP_DELAY_S = 1.0
-GRID = [sys.executable, "-m", "agent_eval.grid"]
+GRID = [sys.executable, "-m", "agent_eval", "run"]
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,12 @@ import pytest
 from agent_eval import virtual_device
 from agent_eval.action import Action, ActionType
 from agent_eval.device import Device
-from agent_eval.device.observation import Observation
 from agent_eval.errors import ConfigError, DeviceError, DeviceNotFoundError, InvalidActionError
+from agent_eval.screen.observation import Observation
+from agent_eval.virtual_device.errors import PhoneStartError
 
-SETTINGS = "com.android.settings/.Settings"
+# `.Settings` is an activity-alias (Android 12+): the focused activity is the homepage it targets.
+SETTINGS = "com.android.settings/.homepage.SettingsHomepageActivity"
 NOWHERE = "emulator-5996"  # a serial no test starts
 
 
@@ -41,7 +43,7 @@ def start_phone(ports: range, **options: Any) -> Any:
         if port_free(base) and port_free(base + 1):
             try:
                 return virtual_device.start_fleet(count=1, base_port=base, **options)
-            except DeviceError:
+            except (DeviceError, PhoneStartError):
                 continue
     raise RuntimeError(f"no free adb port pair in {ports}")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from agent_eval.device import gestures
-from agent_eval.device.observation import Bounds
+from agent_eval.screen.observation import Bounds
 
 
 def test_text_escapes_spaces_as_percent_s_and_quotes_for_the_shell() -> None:

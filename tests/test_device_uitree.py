@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_eval.device.uitree import ancestors, describe, parse_bounds, parse_ui
 from agent_eval.errors import DeviceError
+from agent_eval.screen.uitree import ancestors, describe, parse_bounds, parse_ui
 
 _ATTRS = (
     'checkable="{checkable}" checked="{checked}" clickable="{clickable}" enabled="true" focusable="false" '

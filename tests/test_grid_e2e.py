@@ -71,8 +71,8 @@ class GoalAgent(ScriptedEndpoint):
         return text
 
 
-@pytest.fixture(scope="module")
-def agents() -> Iterator[dict[str, GoalAgent]]:
+def start_agents() -> dict[str, GoalAgent]:
+    """The three builds' scripted endpoints, started: good (the reference), good-again and degraded."""
     servers = {
         "good": GoalAgent(model="good"),
         "good-again": GoalAgent(model="good-again"),
@@ -80,6 +80,12 @@ def agents() -> Iterator[dict[str, GoalAgent]]:
     }
     for server in servers.values():
         server.start()
+    return servers
+
+
+@pytest.fixture(scope="module")
+def agents() -> Iterator[dict[str, GoalAgent]]:
+    servers = start_agents()
     yield servers
     for server in servers.values():
         server.stop()
@@ -189,7 +195,7 @@ def test_good_and_degraded_agents_get_the_expected_verdicts(
     assert len(episodes(tmp_path / "run")) == 40
 
 
-AGENT_SCRIPT = [sys.executable, "-m", "agent_eval.grid"]
+AGENT_SCRIPT = [sys.executable, "-m", "agent_eval", "run"]
 
 
 def test_a_killed_grid_continues_without_losing_or_repeating_episodes(

@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _synthetic import SyntheticRun, write_synthetic_run
 from PIL import Image
 from scripted_endpoint import DONE, ScriptedEndpoint, tap
 
-from agent_eval.device.uitree import parse_ui
 from agent_eval.records import EpisodeRecord, Outcome, StepRecord
 from agent_eval.report.html import write_html_report
 from agent_eval.report.markdown import write_scorecard
-from agent_eval.report.synthetic import SyntheticRun, write_synthetic_run
 from agent_eval.scoring.scorecard import Scorecard, score_run
+from agent_eval.screen.uitree import parse_ui
 from agent_eval.virtual_device import start_fleet
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

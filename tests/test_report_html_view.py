@@ -13,11 +13,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from _synthetic import SyntheticRun, write_synthetic_run
 
 from agent_eval.errors import RunStoreError
 from agent_eval.report.markdown import write_scorecard
 from agent_eval.report.serve import RunServer, ensure_report
-from agent_eval.report.synthetic import SyntheticRun, write_synthetic_run
 from agent_eval.scoring.scorecard import score_run
 
 SMALL = SyntheticRun(builds=("bf16", "w4a16"), tasks=("wifi_on",), seeds=2)

@@ -7,17 +7,17 @@ import os
 import re
 from pathlib import Path
 
+from _synthetic import SyntheticRun, ui_xml, write_synthetic_run
 from PIL import Image
 
 from agent_eval.action import Action, ActionType
-from agent_eval.device.uitree import parse_ui
 from agent_eval.records import Outcome, StepRecord
 from agent_eval.report.html import write_html_report
-from agent_eval.report.run_files import read_episodes, read_steps
-from agent_eval.report.synthetic import SyntheticRun, ui_xml, write_synthetic_run
 from agent_eval.report.thumbnails import THUMB_WIDTH, episode_thumbnails, thumbnail
 from agent_eval.report.trajectory import describe, element_centres, element_name, episode_view, overlay
+from agent_eval.rundir import read_episodes, read_steps, settle_attempts
 from agent_eval.scoring.scorecard import score_run
+from agent_eval.screen.uitree import parse_ui
 
 WIDTH, HEIGHT = 1080, 2400
 
@@ -108,7 +108,7 @@ def test_only_the_last_attempt_counts_and_a_torn_last_line_is_skipped(tmp_path: 
     written = write_synthetic_run(run, SyntheticRun(builds=("bf16", "w4a16"), tasks=("wifi_on",), seeds=2))
     with (run / "episodes.jsonl").open("a") as out:
         out.write('{"schema_version": 1, "run_id": "run", "bui')
-    episodes = read_episodes(run)
+    episodes = settle_attempts(read_episodes(run))
     assert len(episodes.final) == len(written) - 1
     assert [e.outcome for e in episodes.retried] == [Outcome.INFRA_ERROR]
     retried = next(e for e in episodes.final if (e.build, e.task_id, e.seed) == ("w4a16", "wifi_on", 0))
@@ -118,7 +118,7 @@ def test_only_the_last_attempt_counts_and_a_torn_last_line_is_skipped(tmp_path: 
 def test_an_episode_view_has_every_step_with_its_thumbnail_answer_and_goal(tmp_path: Path) -> None:
     run = tmp_path / "run"
     write_synthetic_run(run, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
-    [episode] = read_episodes(run).final
+    [episode] = settle_attempts(read_episodes(run)).final
     steps = read_steps(run, episode)
     view = episode_view(run, episode, steps)
     assert view["timeline"] == episode.goal_timeline
@@ -142,7 +142,7 @@ def test_the_viewer_labels_a_tap_with_the_elements_label(tmp_path: Path) -> None
     run = tmp_path / "run"
     write_synthetic_run(run, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=3))
     labelled = 0
-    for episode in read_episodes(run).final:
+    for episode in settle_attempts(read_episodes(run)).final:
         steps = read_steps(run, episode)
         view = episode_view(run, episode, steps)
         for shown, record in zip(view["steps"], steps, strict=True):
@@ -176,7 +176,7 @@ def test_an_answer_that_looks_like_html_stays_text_in_the_page(tmp_path: Path) -
 def test_thumbnails_made_as_an_episode_finishes_are_the_ones_the_report_uses(tmp_path: Path) -> None:
     run = tmp_path / "run"
     write_synthetic_run(run, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
-    [episode] = read_episodes(run).final
+    [episode] = settle_attempts(read_episodes(run)).final
     assert episode_thumbnails(run, run / episode.episode_dir) == episode.steps
     made = {p: p.stat().st_mtime_ns for p in (run / "thumbs").rglob("*.jpg")}
     assert len(made) == episode.steps

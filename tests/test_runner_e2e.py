@@ -235,7 +235,7 @@ def test_a_phone_that_disappears_mid_episode_is_an_infra_error(tmp_path: Path) -
     finally:
         fleet.stop()
     assert result.returncode == 2
-    assert "device lost" in result.stderr and serial in result.stderr
+    assert "device(s) lost" in result.stderr and serial in result.stderr
     (episode,) = episodes(tmp_path / "run")
     assert episode["outcome"] == "infra_error" and serial in episode["error"]
     assert episode["steps"] == 2

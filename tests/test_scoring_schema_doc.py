@@ -8,9 +8,11 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agent_eval.scoring.build_score import BuildScore, LatencyPerStep, OutcomeCounts, Rate, TaskScore
+from agent_eval.scoring.fidelity_fields import FidelityRow
 from agent_eval.scoring.ladder import Ladder, LadderRung
 from agent_eval.scoring.regression import BuildComparison, MetricComparison, Regression, TaskComparison
 from agent_eval.scoring.scorecard import Scorecard
+from agent_eval.scoring.splits import SplitScore
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "scorecard.md"
 MODELS: tuple[type[BaseModel], ...] = (
@@ -24,6 +26,8 @@ MODELS: tuple[type[BaseModel], ...] = (
     BuildComparison,
     MetricComparison,
     TaskComparison,
+    SplitScore,
+    FidelityRow,
     Ladder,
     LadderRung,
 )

@@ -10,7 +10,7 @@ import pytest
 
 from agent_eval.errors import ConfigError, RunStoreError
 from agent_eval.records import BuildManifest, EngineRecord, EpisodeRecord, Outcome, StepLatency
-from agent_eval.scoring.run_files import read_episodes, read_run_settings
+from agent_eval.rundir import read_episodes, read_run_settings
 from agent_eval.scoring.scorecard import score_episodes, score_run
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -196,7 +196,7 @@ def test_damaged_line_in_the_middle_is_an_error_naming_the_line(tmp_path: Path) 
     lines[2] = lines[2][:30]
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "episodes.jsonl").write_text("\n".join(lines) + "\n")
-    with pytest.raises(RunStoreError, match=r"episodes.jsonl:3 "):
+    with pytest.raises(RunStoreError, match=r"episodes.jsonl, line 3,"):
         score_run(tmp_path / "run")
 
 

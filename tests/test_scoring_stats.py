@@ -1,4 +1,4 @@
-"""The statistics against scipy/statsmodels and the check values of statistics.md."""
+"""The statistics against scipy/statsmodels and the statistics protocol's check values."""
 
 from __future__ import annotations
 

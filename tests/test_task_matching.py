@@ -7,8 +7,8 @@ from test_device_uitree import SCREEN
 from agent_eval.action import ActionType
 from agent_eval.agent.oracle import OraclePolicy, resolve
 from agent_eval.agent.policy import StepContext
-from agent_eval.device.observation import Observation
-from agent_eval.device.uitree import parse_ui
+from agent_eval.screen.observation import Observation
+from agent_eval.screen.uitree import parse_ui
 from agent_eval.task.loading import task_from_data
 from agent_eval.task.predicates import matching_elements
 from agent_eval.task.schema import ElementCheck, OracleStep

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.errors import ConfigError
 from agent_eval.virtual_device.apps import APPS_DIR, load_catalog
+from agent_eval.virtual_device.errors import PhoneConfigError
 from agent_eval.virtual_device.layout import layout
 from agent_eval.virtual_device.state import Frame, PhoneState
 from agent_eval.virtual_device.uiautomator import dump_xml
@@ -85,6 +85,6 @@ def test_a_broken_app_file_says_what_to_fix(tmp_path: Path, row: str, message: s
         f"package: com.example.bad\nlabel: Bad\nlaunch_screen: main\n"
         f"screens:\n  main:\n    title: Bad\n    activity: .Bad\n    rows:\n      - {row}\n"
     )
-    with pytest.raises(ConfigError, match=r"bad\.yaml is invalid") as err:
+    with pytest.raises(PhoneConfigError, match=r"bad\.yaml is invalid") as err:
         load_catalog(tmp_path)
     assert message in str(err.value)

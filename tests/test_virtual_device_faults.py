@@ -12,8 +12,8 @@ import adbutils
 import pytest
 from _phones import adb, device, parse_dump, reset, screenshot, sh, tap
 
-from agent_eval.errors import DeviceError
 from agent_eval.virtual_device import FaultConfig, Fleet, start_fleet
+from agent_eval.virtual_device.errors import PhoneStartError
 
 BASE = 5640
 SERIAL = f"emulator-{BASE}"
@@ -138,5 +138,5 @@ def test_one_fault_config_per_phone(tmp_path: Path) -> None:
         assert adb(flaky, "shell", "uiautomator dump").stderr == b"ERROR: could not get idle state.\n"
         assert adb(healthy, "shell", "uiautomator dump").stdout.startswith(b"UI hierchary dumped to:")
     assert {e["serial"] for e in logged(tmp_path / "log.jsonl")} == {flaky}
-    with pytest.raises(DeviceError, match="3 fault configs for 2 phones"):
+    with pytest.raises(PhoneStartError, match="3 fault configs for 2 phones"):
         start_fleet(count=2, base_port=BASE + 6, faults=[FaultConfig()] * 3)

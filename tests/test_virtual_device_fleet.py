@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from _phones import ADB, adb, sh
 
-from agent_eval.errors import DeviceError
 from agent_eval.virtual_device import Fleet, start_fleet
+from agent_eval.virtual_device.errors import PhoneStartError
 
 BASE = 5660
 AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")
@@ -137,14 +137,14 @@ def test_phones_outlive_the_thread_that_started_them() -> None:
 @pytest.mark.slow
 def test_busy_port_is_a_clear_error() -> None:
     with start_fleet(count=1, base_port=BASE + 12):
-        with pytest.raises(DeviceError, match="pick another --base-port"):
+        with pytest.raises(PhoneStartError, match="pick another --base-port"):
             start_fleet(count=1, base_port=BASE + 12)
         done = subprocess.run(
             [AGENT_EVAL, "device", "start", "--base-port", str(BASE + 12)], capture_output=True, timeout=30
         )
         assert done.returncode == 2
         assert b"pick another --base-port" in done.stderr
-    with pytest.raises(DeviceError, match="must be even"):
+    with pytest.raises(PhoneStartError, match="must be even"):
         start_fleet(count=1, base_port=BASE + 13)
 
 

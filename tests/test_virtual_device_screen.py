@@ -10,6 +10,8 @@ from PIL import Image, ImageChops
 
 BASE = 5610
 SERIAL = f"emulator-{BASE}"
+# `.Settings` is an activity-alias since Android 12; the activity that runs is the homepage.
+HOMEPAGE = "com.android.settings/com.android.settings.homepage.SettingsHomepageActivity"
 
 fleet, serial = one_phone(BASE)
 
@@ -70,14 +72,14 @@ def test_dump_bounds_hit_the_rows_drawn_there(serial: str) -> None:
 def test_tapping_a_row_centre_opens_that_screen_and_back_returns(serial: str) -> None:
     assert focus(serial).endswith("NexusLauncherActivity")
     nodes = open_settings(serial)
-    assert focus(serial) == "com.android.settings/com.android.settings.Settings"
+    assert focus(serial) == HOMEPAGE
     tap(serial, row_of(nodes, "Network & internet"))
     nodes = dump(serial)
     assert focus(serial).endswith("Settings$NetworkDashboardActivity")
     assert find(nodes, "Airplane mode")
     assert device(serial).app_current().package == "com.android.settings"
     adb(serial, "shell", "input keyevent KEYCODE_BACK")
-    assert focus(serial) == "com.android.settings/com.android.settings.Settings"
+    assert focus(serial) == HOMEPAGE
     adb(serial, "shell", "input keyevent 4")
     assert focus(serial).endswith("NexusLauncherActivity")
 

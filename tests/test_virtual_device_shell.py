@@ -71,7 +71,7 @@ def test_am_start_component_and_action(serial: str) -> None:
     out = sh(serial, "am start -n com.android.settings/.Settings")
     assert out == "Starting: Intent { cmp=com.android.settings/.Settings }\n"
     assert "mCurrentFocus=Window{" in sh(serial, "dumpsys window | grep mCurrentFocus")
-    assert "com.android.settings/com.android.settings.Settings}" in sh(
+    assert "com.android.settings/com.android.settings.homepage.SettingsHomepageActivity}" in sh(
         serial, "dumpsys window | grep mCurrentFocus"
     )
     assert sh(serial, "am start -a android.settings.WIFI_SETTINGS") == (
@@ -120,7 +120,9 @@ def test_monkey_force_stop_and_packages(serial: str) -> None:
     assert "package:com.android.settings" in pkgs
     assert sh(serial, "pm list packages settings").splitlines() == [
         "package:com.android.providers.settings",
+        "package:com.android.providers.settings.auto_generated_rro_product__",
         "package:com.android.settings",
+        "package:com.google.android.settings.intelligence",
     ]
 
 

@@ -5,10 +5,17 @@ The episode loop owns the history; engine failures surface as EngineError so the
 
 from __future__ import annotations
 
-from agent_eval.agent.parse import parse_action
+from collections.abc import Callable
+from typing import Any
+
+from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Decision, StepContext
-from agent_eval.agent.prompt import action_schema, build_prompt
+from agent_eval.agent.prompt import Prompt, action_schema, build_prompt
 from agent_eval.builds.client import ChatClient
+from agent_eval.screen.observation import Observation
+
+# How an agent words one step for the model: called as `prompt.build_prompt` is (the default).
+PromptFormat = Callable[..., Prompt]
 
 
 def step_seed(episode_seed: int, step: int) -> int:
@@ -26,17 +33,22 @@ class LLMPolicy:
         accepts_images: bool | None = None,
         history_len: int = 4,
         structured_output: bool = True,
+        prompt_format: PromptFormat = build_prompt,
+        schema: dict[str, Any] | None = None,
+        parse: Callable[[str, Observation | None], ParsedAnswer] = parse_action,
     ) -> None:
         self.client = client
         # Default to what the endpoint says it takes; a caller may switch images off for a text-only prompt.
         self.accepts_images = client.endpoint.accepts_images if accepts_images is None else accepts_images
         self.history_len = history_len
         self.structured_output = structured_output
-        self._schema = action_schema()
+        self._schema = schema if schema is not None else action_schema()
+        self._prompt = prompt_format
+        self._parse = parse
 
     def decide(self, context: StepContext) -> Decision:
         history = context.history[-self.history_len :] if self.history_len > 0 else ()
-        prompt = build_prompt(
+        prompt = self._prompt(
             context.goal,
             context.observation,
             step=context.step,
@@ -49,7 +61,7 @@ class LLMPolicy:
             json_schema=self._schema if self.structured_output else None,
             seed=step_seed(context.seed, context.step),
         )
-        parsed = parse_action(result.text, context.observation)
+        parsed = self._parse(result.text, context.observation)
         reason = parsed.reason
         if parsed.action is None and result.finish_reason == "length":
             reason = f"{reason} (the answer hit the token limit)"

@@ -9,7 +9,7 @@ import json
 
 from agent_eval.action import Action, ActionType
 from agent_eval.agent.policy import Decision, StepContext
-from agent_eval.device.observation import Element, Observation
+from agent_eval.screen.observation import Element, Observation
 from agent_eval.task.schema import OracleStep, TaskInstance
 
 _SELECTING = (ActionType.TAP, ActionType.LONG_PRESS)

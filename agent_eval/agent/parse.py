@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_eval.action import Action
-from agent_eval.device.observation import Observation
+from agent_eval.screen.observation import Observation
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agent_eval.action import Action
-from agent_eval.device.observation import Observation
+from agent_eval.screen.observation import Observation
 
 
 @dataclass(frozen=True)

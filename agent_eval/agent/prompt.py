@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_eval.action import Action, ActionType
 from agent_eval.agent.policy import PastStep
-from agent_eval.device.observation import Element, Observation
+from agent_eval.screen.observation import Element, Observation
 
 # Short on purpose: the default model (SmolLM2-135M) has 2048 tokens of context for all of it. The examples
 # use placeholders, not real numbers or app names, which a small model would copy.

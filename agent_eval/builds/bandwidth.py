@@ -11,20 +11,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
-BANDWIDTH_FILE = "bandwidth.json"
+from agent_eval.rundir.bandwidth import HostBandwidth, read_bandwidth, write_bandwidth
+
 _NOT_WEIGHTS = ("grid.pt",)  # a rounded rung's scales: for tests, never read by the engine
-
-
-class HostBandwidth(BaseModel):
-    """bandwidth.json in a run dir: the streaming-read bench's result."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    read_gbs: float = Field(description="Best streaming-read rate over the repeats, GB/s (1e9 bytes).")
-    buffer_mb: int = Field(description="Size of the buffer read, MB: far larger than the caches.")
-    repeats: int = Field(description="Timed passes; the best one counts.")
 
 
 def streaming_read_gbs(buffer_mb: int = 256, repeats: int = 5) -> HostBandwidth:
@@ -39,23 +29,13 @@ def streaming_read_gbs(buffer_mb: int = 256, repeats: int = 5) -> HostBandwidth:
 
 
 def measure_once(run_dir: Path) -> HostBandwidth:
-    """The run's ceiling: read from bandwidth.json, else measured now and written there."""
-    file = run_dir / BANDWIDTH_FILE
-    try:
-        return HostBandwidth.model_validate_json(file.read_text())
-    except (OSError, ValueError):
-        pass
+    """The run's ceiling: read from its bandwidth.json, else measured now and written there."""
+    recorded = read_bandwidth(run_dir)
+    if recorded is not None:
+        return recorded
     measured = streaming_read_gbs()
-    file.parent.mkdir(parents=True, exist_ok=True)
-    file.write_text(measured.model_dump_json(indent=2) + "\n")
+    write_bandwidth(run_dir, measured)
     return measured
-
-
-def read_ceiling(run_dir: Path) -> float | None:
-    try:
-        return HostBandwidth.model_validate_json((run_dir / BANDWIDTH_FILE).read_text()).read_gbs
-    except (OSError, ValueError):
-        return None
 
 
 def weight_bytes(path: Path | None) -> int | None:

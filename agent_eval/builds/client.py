@@ -77,6 +77,13 @@ class Usage:
         return None
 
 
+def add_usage(a: Usage, b: Usage) -> Usage:
+    """Two clients' tallies as one (a build served again in a later phase, or asked from many nodes)."""
+    return dataclasses.replace(
+        a, **{f.name: getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(Usage)}
+    )
+
+
 def check_endpoint_url(url: str) -> None:
     """Raise ConfigError unless `url` can be an OpenAI-compatible base URL."""
     if not url.startswith(("http://", "https://")):

@@ -12,9 +12,10 @@ from typing import Any
 
 from agent_eval.builds import host
 from agent_eval.builds.endpoint import Endpoint
-from agent_eval.builds.spec import Build
+from agent_eval.builds.kinds import register_engine_kind
+from agent_eval.builds.spec import VLLM_REJECTS, VLLM_SCHEMES, Build
 
-# Request fields llama.cpp's server needs on every request to sample like vLLM (engine.md, "llama.cpp").
+# Request fields llama.cpp's server needs on every request to sample like vLLM (docs/builds.md).
 LLAMACPP_OVERRIDES: tuple[tuple[str, object], ...] = (
     ("repeat_penalty", 1.0),
     ("presence_penalty", 0.0),
@@ -66,7 +67,7 @@ def vllm_launch(build: Build, model_dir: Path, port: int) -> Launch:
         "--max-model-len",
         str(args.max_model_len),
         "--host",
-        "127.0.0.1",
+        host.bind_address(),
         "--port",
         str(port),
         "--disable-uvicorn-access-log",
@@ -89,7 +90,7 @@ def vllm_launch(build: Build, model_dir: Path, port: int) -> Launch:
     if kv_gib.is_integer():
         env["VLLM_CPU_KVCACHE_SPACE"] = str(int(kv_gib))
     pinning["omp_threads_bind"] = build.pinning.cpus
-    endpoint = _endpoint(build, f"http://127.0.0.1:{port}/v1", structured_output=True)
+    endpoint = _endpoint(build, f"http://{host.bind_address()}:{port}/v1", structured_output=True)
     # A VLLM_CPU_KVCACHE_SPACE in the harness's environment would override the build's own KV size.
     return Launch(command, env, "/health", endpoint, pinning, unset=("VLLM_CPU_KVCACHE_SPACE",))
 
@@ -112,7 +113,7 @@ def llamacpp_launch(build: Build, gguf: Path, port: int) -> Launch:
         "--n_ctx",
         str(args.n_ctx or args.max_model_len),
         "--host",
-        "127.0.0.1",
+        host.bind_address(),
         "--port",
         str(port),
         # Without this a new request silently cuts off a streaming answer in progress.
@@ -125,7 +126,7 @@ def llamacpp_launch(build: Build, gguf: Path, port: int) -> Launch:
     pinning["n_threads"] = threads
     endpoint = _endpoint(
         build,
-        f"http://127.0.0.1:{port}/v1",
+        f"http://{host.bind_address()}:{port}/v1",
         structured_output=True,
         json_object_schema=True,
         extra_body=LLAMACPP_OVERRIDES,
@@ -142,3 +143,94 @@ def endpoint_of(build: Build) -> Endpoint:
         api_key=os.environ.get("AGENT_EVAL_API_KEY", "EMPTY"),
         structured_output=True,
     )
+
+
+class VllmCpu:
+    """vLLM's CPU backend, started per build from prepared Hugging Face weights."""
+
+    name = "vllm-cpu"
+    starts_server = True
+    prepares_without_engine = False
+
+    def check(self, build: Build) -> None:
+        if build.scheme in VLLM_REJECTS:
+            raise ValueError(f"scheme {build.scheme!r}: {VLLM_REJECTS[build.scheme]}")
+        if build.scheme not in VLLM_SCHEMES:
+            raise ValueError(
+                f"scheme {build.scheme!r} is not one vllm-cpu serves; use {sorted(VLLM_SCHEMES)}"
+            )
+
+    def missing_software(self) -> str | None:
+        if host.has_module("vllm"):
+            return None
+        return "vllm-cpu is not installed in this environment (run scripts/setup.sh)"
+
+    def launch(self, build: Build, weights: Path, port: int) -> Launch:
+        return vllm_launch(build, weights, port)
+
+    def connect(self, build: Build) -> Endpoint:
+        raise AssertionError(f"{build.name}: vllm-cpu builds are started, not connected to")
+
+    def manifest_mode(self, build: Build) -> str | None:
+        return build.engine_args.mode
+
+
+class LlamaCpp:
+    """llama-cpp-python's server on a GGUF file."""
+
+    name = "llama.cpp"
+    starts_server = True
+    prepares_without_engine = True  # the GGUF is written in .venv-quant, without llama_cpp
+
+    def check(self, build: Build) -> None:
+        if not build.scheme.startswith("gguf-"):
+            raise ValueError(
+                f"a llama.cpp build serves GGUF files; its scheme is 'gguf-<type>', not {build.scheme!r}"
+            )
+
+    def missing_software(self) -> str | None:
+        if host.has_module("llama_cpp"):
+            return None
+        return (
+            "llama-cpp-python is not installed "
+            "(optional: .venv/bin/pip install -e '.[llamacpp]', a ~16 min source build)"
+        )
+
+    def launch(self, build: Build, weights: Path, port: int) -> Launch:
+        return llamacpp_launch(build, weights, port)
+
+    def connect(self, build: Build) -> Endpoint:
+        raise AssertionError(f"{build.name}: llama.cpp builds are started, not connected to")
+
+    def manifest_mode(self, build: Build) -> str | None:
+        return None
+
+
+class EndpointKind:
+    """A server someone else runs: the harness only connects to the build's base_url."""
+
+    name = "endpoint"
+    starts_server = False
+    prepares_without_engine = False
+
+    def check(self, build: Build) -> None:
+        if not build.base_url:
+            raise ValueError("an endpoint build needs 'base_url' (e.g. http://127.0.0.1:8000/v1)")
+        if not build.model:
+            raise ValueError("an endpoint build needs 'model' (the name the server serves)")
+
+    def missing_software(self) -> str | None:
+        return None
+
+    def launch(self, build: Build, weights: Path, port: int) -> Launch:
+        raise AssertionError(f"{build.name}: endpoint builds are connected to, not started")
+
+    def connect(self, build: Build) -> Endpoint:
+        return endpoint_of(build)
+
+    def manifest_mode(self, build: Build) -> str | None:
+        return None
+
+
+for _kind in (VllmCpu(), LlamaCpp(), EndpointKind()):
+    register_engine_kind(_kind)

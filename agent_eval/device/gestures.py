@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 
 from agent_eval.action import Direction, Key
-from agent_eval.device.observation import Bounds
+from agent_eval.screen.observation import Bounds
 
 KEYCODES: dict[Key, str] = {"back": "KEYCODE_BACK", "home": "KEYCODE_HOME", "enter": "KEYCODE_ENTER"}
 

@@ -5,13 +5,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from rich.console import Console
@@ -19,7 +20,7 @@ from rich.markup import escape
 
 from agent_eval.builds import prepare
 from agent_eval.builds.bandwidth import measure_once
-from agent_eval.device.driver import Device
+from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import BuildError, ConfigError, InfraError, RunStoreError
 from agent_eval.grid.plan import (
     CellKey,
@@ -35,10 +36,16 @@ from agent_eval.grid.schedule import Engines, phones
 from agent_eval.grid.spec import GridSpec, is_task_id, load_grid, parse_grid, resolve_path
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
 from agent_eval.report.thumbnails import episode_thumbnails
-from agent_eval.runner.loop import Cell, RunSummary, run_cells
-from agent_eval.runner.store import RunStore, new_manifest
+from agent_eval.rundir import RunStore
+from agent_eval.runner.lines import unfinished_problems
+from agent_eval.runner.loop import Cell, RunSummary, Seat, run_cells
+from agent_eval.runner.manifest import new_manifest
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.task import Task
+
+if TYPE_CHECKING:
+    from agent_eval.cluster import Cluster, ClusterEngines
+    from agent_eval.fidelity.grid_hook import GridFidelity
 
 GRID_COPY = "grid.yaml"
 
@@ -61,6 +68,7 @@ class GridResult:
     engine_errors: list[str] = field(default_factory=list)  # engines that would not start or restart
     notes: list[str] = field(default_factory=list)
     scorecard: Scorecard | None = None
+    max_attempts: int = 3
 
     @property
     def planned(self) -> int:
@@ -80,18 +88,10 @@ class GridResult:
 
     @property
     def problems(self) -> list[str]:
-        out = [e.splitlines()[0] for e in self.engine_errors]
-        if self.failed:
-            last = self.failed[-1]
-            out.append(
-                f"{len(self.failed)} episode(s) failed every attempt "
-                f"(last: {last.build} {last.task_id} seed {last.seed}: {last.error})"
-            )
-        if self.retired_devices:
-            out.append(f"device(s) lost: {', '.join(self.retired_devices)}")
-        if self.not_run:
-            out.append(f"{len(self.not_run)} episode(s) not run")
-        return out
+        engines = [e.splitlines()[0] for e in self.engine_errors]
+        return engines + unfinished_problems(
+            self.failed, self.retired_devices, self.not_run, None, self.max_attempts
+        )
 
     def raise_for_problems(self) -> None:
         if self.problems:
@@ -103,11 +103,11 @@ class GridResult:
 
 def _manifests(spec_builds: GridBuilds, say: Any) -> list[BuildManifest]:
     """Each build's manifest, with its weights prepared (made if missing, checked if present) and hashed."""
-    served = [b.name for b in spec_builds.builds if b.engine != "endpoint"]
+    served = [b.name for b in spec_builds.builds if b.kind.starts_server]
     hashes = prepare(spec_builds.build_set, only=served, say=say) if served else {}
     out = []
     for build in spec_builds.builds:
-        if build.engine == "endpoint":
+        if not build.kind.starts_server:
             out.append(build.manifest())
         elif build.name in hashes:
             out.append(build.manifest(weights_hash=hashes[build.name]))
@@ -139,6 +139,15 @@ def _refuse_fewer_seeds(store: RunStore, spec: GridSpec) -> None:
         )
 
 
+def grid_fidelity(spec: GridSpec, builds: GridBuilds, run_dir: Path, say: Any) -> GridFidelity | None:
+    """The fidelity probes of a grid with `fidelity: true` (docs/fidelity.md); None otherwise."""
+    if not spec.fidelity:
+        return None
+    from agent_eval.fidelity.grid_hook import GridFidelity
+
+    return GridFidelity(run_dir, builds.build_set.get(builds.reference), say)
+
+
 class _Grid:
     """One session of a grid: the store, the phones, the engines and the bars, phase by phase."""
 
@@ -148,13 +157,14 @@ class _Grid:
         tasks: list[Task],
         builds: GridBuilds,
         store: RunStore,
-        engines: Engines,
+        engines: Engines | ClusterEngines,
         progress: GridProgress,
         result: GridResult,
     ) -> None:
         self.spec, self.tasks, self.builds, self.store = spec, tasks, builds, store
         self.engines, self.progress, self.result = engines, progress, result
-        self.devices: list[Device] = []
+        self.devices: list[EpisodeDevice | Seat] = []
+        self.fidelity = grid_fidelity(spec, builds, store.run_dir, progress.say)
 
     def show_plan(self, targets: dict[CellKey, int]) -> None:
         finished = self.store.finished()
@@ -165,11 +175,13 @@ class _Grid:
             done[build] += sum(1 for seed in range(count) if (build, task_id, seed) in finished)
         self.progress.plan(planned, done)
 
-    def run(self, devices: list[Device]) -> None:
+    def run(self, devices: Sequence[EpisodeDevice | Seat]) -> None:
         self.devices = list(devices)
         before = set(self.store.finished())
         try:
             self._phases()
+            if self.fidelity is not None:
+                self.fidelity.finish()
         finally:
             self.result.kept = sum(
                 1 for (b, t), n in self.result.targets.items() for s in range(n) if (b, t, s) in before
@@ -220,6 +232,8 @@ class _Grid:
                     summary = self._run_cells(mine, agents)
                     if not summary.complete and self.devices and self._revived():
                         summary = self._run_cells(mine, self.engines.agents())
+                    if self.fidelity is not None and self.progress.phase == 1:
+                        self.fidelity.probe(group, self.engines.endpoints())
                     self.result.unfinished(summary)
             except BuildError as e:  # this build's engine would not start: the others still run
                 self.result.engine_errors.append(str(e))
@@ -262,7 +276,7 @@ def run_grid(
     run_dir: Path | None = None,
     console: Console | None = None,
     bars: bool = True,
-    devices: Sequence[Device] | None = None,
+    devices: Sequence[EpisodeDevice] | None = None,
     score: bool = True,
     html: bool = True,
 ) -> GridResult:
@@ -276,15 +290,42 @@ def run_grid(
     builds = resolve_builds(spec)
     for name, reason in builds.skipped.items():
         console.print(f"[yellow]{name}: skipped, cannot run on this host: {reason}")
-    manifests = _manifests(builds, lambda line: console.print(f"[dim]{line}"))
     if run_dir is None:
         run_dir = (
             resolve_path(spec.run_dir, spec.base)
             if spec.run_dir is not None
             else Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-grid"
         )
-    result = GridResult(run_dir=run_dir, reference=builds.reference, skipped_builds=dict(builds.skipped))
+    result = GridResult(
+        run_dir=run_dir,
+        reference=builds.reference,
+        skipped_builds=dict(builds.skipped),
+        max_attempts=spec.max_attempts,
+    )
+    # A cluster is joined and checked first: what it lacks is said before weights or the run dir are touched.
+    with _joined(spec, builds, console, devices is None) as cluster:
+        manifests = _manifests(builds, lambda line: console.print(f"[dim]{line}"))
+        _session(spec, tasks, builds, manifests, result, console, bars, devices, cluster)
+    for note in result.notes:
+        console.print(f"[dim]{note}")
+    if score:
+        result.scorecard = score_and_publish(run_dir, builds.reference, spec.margin, console, html=html)
+    return result
 
+
+def _session(
+    spec: GridSpec,
+    tasks: list[Task],
+    builds: GridBuilds,
+    manifests: list[BuildManifest],
+    result: GridResult,
+    console: Console,
+    bars: bool,
+    devices: Sequence[EpisodeDevice] | None,
+    cluster: Cluster | None,
+) -> None:
+    """Open the run store, then play the phases on the given, started or cluster phones."""
+    run_dir = result.run_dir
     store = RunStore(run_dir)
     _refuse_fewer_seeds(store, spec)
     store.open(new_manifest(run_dir.name, _config(spec, builds.reference), tasks, manifests))
@@ -296,29 +337,51 @@ def run_grid(
             f"({', '.join(builds.names)}; reference {builds.reference}) × {spec.seeds} seed(s), "
             f"{spec.serving}, {spec.device_count} device(s)"
         )
-        engines = Engines(run_dir, spec.engine_base_port, console.print)
+        engines = (
+            cluster.engines(run_dir, manifests, console.print)
+            if cluster
+            else Engines(run_dir, spec.engine_base_port, console.print)
+        )
         with GridProgress(console, builds.names, bars=bars) as progress:
             grid = _Grid(spec, tasks, builds, store, engines, progress, result)
             if devices is not None:
                 grid.run(list(devices))
             else:
-                with phones(spec, progress.say) as started:
+                with _phones(spec, cluster, progress.say) as started:
                     grid.run(started)
     finally:
         store.close()
-    for note in result.notes:
-        console.print(f"[dim]{note}")
-    if score:
-        result.scorecard = write_scorecard(run_dir, builds.reference, spec.margin, console, html=html)
-    return result
 
 
-def write_scorecard(
+@contextlib.contextmanager
+def _joined(spec: GridSpec, builds: GridBuilds, console: Console, wanted: bool) -> Iterator[Cluster | None]:
+    """The Ray cluster the spec names (None: this host), checked, and left on the way out (ClusterError)."""
+    if spec.cluster is None or not wanted:
+        yield None
+        return
+    from agent_eval.cluster import Cluster
+
+    console.print(f"joining the Ray cluster at {spec.cluster}")
+    cluster = Cluster(spec.cluster, builds.builds)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def _phones(spec: GridSpec, cluster: Cluster | None, say: Any) -> contextlib.AbstractContextManager[Any]:
+    """The grid's phones: on this host, or actors on the cluster's phone nodes."""
+    if cluster is None:
+        return phones(spec, say)
+    serials = spec.devices if isinstance(spec.devices, list) else None
+    return cluster.phones(spec.device_count, serials, spec.phone_base_port, say)
+
+
+def score_and_publish(
     run_dir: Path, reference: str, margin: float, console: Console, *, html: bool = True
 ) -> Scorecard | None:
-    """Score the run directory, print the tables, write scorecard.json/.md and (if it can) report.html."""
-    from agent_eval.report.markdown import write_scorecard as write_files
-    from agent_eval.report.terminal import render
+    """Score the run directory, then print and save the scorecard (see report/publish.py)."""
+    from agent_eval.report.publish import publish_scorecard
     from agent_eval.scoring.scorecard import score_run
 
     try:
@@ -326,17 +389,7 @@ def write_scorecard(
     except (RunStoreError, ConfigError) as e:
         console.print(f"[yellow]no scorecard yet: {e}")
         return None
-    render(card, console)
-    json_path, md_path = write_files(run_dir, card)
-    written = [json_path, md_path]
-    if html:
-        try:
-            from agent_eval.report.html import write_html_report
-        except ImportError:
-            pass
-        else:
-            written.append(write_html_report(run_dir, card))
-    console.print(f"wrote {', '.join(str(p) for p in written)}")
+    publish_scorecard(run_dir, card, console, html=html)
     return card
 
 

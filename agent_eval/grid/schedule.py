@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, fields, replace
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 
-from agent_eval.agent.llm import LLMPolicy
+from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import Policy
 from agent_eval.builds import Build, ServedBuild, serve
-from agent_eval.builds.client import ChatClient, Usage
+from agent_eval.builds.client import ChatClient, Usage, add_usage
+from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.host import port_is_free
-from agent_eval.device.driver import Device
+from agent_eval.device.backend import DeviceRequest, EpisodeDevice, device_backend
 from agent_eval.errors import ConfigError
 from agent_eval.grid.spec import GridSpec
 from agent_eval.runner.loop import BuildAgent
@@ -25,28 +27,18 @@ Say = Callable[[str], None]
 ENGINE_PORTS = 100  # engines take ports engine_base_port .. +99
 
 
-@contextlib.contextmanager
-def phones(spec: GridSpec, say: Say) -> Iterator[list[Device]]:
+def phones(spec: GridSpec, say: Say) -> AbstractContextManager[list[EpisodeDevice]]:
     """The grid's devices: the serials it names, or that many virtual phones started (and stopped) here."""
     if isinstance(spec.devices, list):
-        yield [Device(serial) for serial in spec.devices]
-        return
-    from agent_eval.virtual_device import start_fleet
-
-    say(f"starting {spec.devices} virtual phone(s) on adb ports from {spec.phone_base_port}")
-    with start_fleet(count=spec.devices, base_port=spec.phone_base_port) as fleet:
-        say(f"phones up: {', '.join(fleet.serials)}")
-        yield [Device(serial) for serial in fleet.serials]
-
-
-def add_usage(a: Usage, b: Usage) -> Usage:
-    """Two clients' tallies as one (a build served again in a later phase keeps counting)."""
-    return replace(a, **{f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(Usage)})
+        request = DeviceRequest(serials=tuple(spec.devices))
+    else:
+        request = DeviceRequest(count=spec.devices, phone_port=spec.phone_base_port)
+    return device_backend(spec.device_backend).devices(request, say)
 
 
 def _agent(name: str, client: ChatClient, served: ServedBuild) -> BuildAgent:
     """The build's player: one LLM policy shared by every episode (the seed travels in each step)."""
-    policy = LLMPolicy(client)
+    policy = get_agent(served.build.agent).policy(client)
 
     def policy_for(instance: TaskInstance) -> Policy:
         return policy
@@ -73,8 +65,12 @@ class Engines:
         self.usage: dict[str, Usage] = {}
         self.live: dict[str, ServedAgent] = {}
 
+    def endpoints(self) -> dict[str, Endpoint]:
+        """Where each build being served answers, by build name."""
+        return {name: live.served.endpoint for name, live in self.live.items()}
+
     def _port(self, build: Build) -> int | None:
-        if build.engine == "endpoint":
+        if not build.kind.starts_server:
             return None
         taken = {a.served.endpoint.base_url for a in self.live.values()}
         for port in range(self.base_port, self.base_port + ENGINE_PORTS):
@@ -90,14 +86,14 @@ class Engines:
         """Serve `builds` at once for the block; on the way out record tok/s and stop every engine."""
         with contextlib.ExitStack() as stack:
             for build in builds:
-                if build.engine != "endpoint":
+                if build.kind.starts_server:
                     self.say(f"starting the {build.engine} engine for {build.name} ...")
                 served = stack.enter_context(serve(build, self.run_dir, port=self._port(build)))
                 client = stack.enter_context(ChatClient(served.endpoint))
                 agent = _agent(build.name, client, served)
                 self.live[build.name] = ServedAgent(served, client, agent)
                 stack.callback(self._retire, build.name)
-                if build.engine != "endpoint":
+                if build.kind.starts_server:
                     self.say(f"{build.name} answers at {served.endpoint.base_url}")
             yield {name: s.agent for name, s in self.live.items()}
 

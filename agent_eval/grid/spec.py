@@ -74,9 +74,20 @@ class GridSpec(BaseModel):
     )
     max_steps: int | None = Field(None, ge=1, description="Override every task's step budget.")
     max_attempts: int = Field(3, ge=1, description="Attempts per episode when the device or engine fails.")
+    device_backend: str = Field(
+        "adb", description="How the grid gets its phones: a registered device backend (docs/extending.md)."
+    )
     phone_base_port: int = Field(5900, ge=1024, le=65000, description="First adb port of started phones.")
     engine_base_port: int = Field(8200, ge=1024, le=65000, description="First port tried for an engine.")
     run_dir: str | None = Field(None, description="Default: runs/<grid file name> in the current folder.")
+    cluster: str | None = Field(
+        None,
+        description="A Ray cluster to run phones and engines on: its address (host:6379, ray://host:10001) "
+        "or `auto` (docs/cluster.md); default: this host.",
+    )
+    fidelity: bool = Field(
+        False, description="Probe each served build on the reference's steps after phase 1."
+    )
     _base: Path = PrivateAttr(default_factory=Path.cwd)
 
     @property
@@ -128,8 +139,10 @@ class GridSpec(BaseModel):
                 "devices",
                 "max_attempts",
                 "phone_base_port",
+                "device_backend",
                 "engine_base_port",
                 "run_dir",
+                "cluster",
             },
         )
 

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.records import EpisodeRecord
+from agent_eval.report.fidelity_section import fidelity_html
 from agent_eval.report.ladder_plot import ladder_figures
 from agent_eval.report.manifests import builds_table
 from agent_eval.report.page_assets import SCRIPT, STYLE
 from agent_eval.report.plots import Interval, Part, grouped_bars, rates_chart, stacked_bars
-from agent_eval.report.run_files import RunEpisodes, read_engines, read_episodes, read_steps
 from agent_eval.report.tables import (
     OUTCOME_NAMES,
     drill_down_table,
@@ -30,6 +30,7 @@ from agent_eval.report.tables import (
 )
 from agent_eval.report.thumbnails import thumbnails
 from agent_eval.report.trajectory import episode_view, screenshots
+from agent_eval.rundir import SettledEpisodes, read_engines, read_episodes, read_steps, settle_attempts
 from agent_eval.scoring.scorecard import Scorecard
 
 REPORT_FILE = "report.html"
@@ -108,7 +109,7 @@ def _plots(card: Scorecard) -> str:
     )
 
 
-def _matrix(episodes: RunEpisodes, builds: Sequence[str]) -> str:
+def _matrix(episodes: SettledEpisodes, builds: Sequence[str]) -> str:
     """Task × seed grid: a cell has one coloured dot per build and opens that (task, seed) in the viewer."""
     by_cell: dict[tuple[str, int], dict[str, EpisodeRecord]] = {}
     for e in episodes.final:
@@ -154,7 +155,7 @@ def _json_script(element_id: str, value: Any) -> str:
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 
 
-def _header(card: Scorecard, episodes: RunEpisodes) -> str:
+def _header(card: Scorecard, episodes: SettledEpisodes) -> str:
     notes = "".join(f"<li>{escape(n)}</li>" for n in card.notes)
     return (
         f"<h1>agent-eval report · run {escape(card.run_id)}</h1>"
@@ -172,7 +173,7 @@ def render_report(
     run_dir: Path, card: Scorecard, thumbnail_budget_s: float | None = THUMBNAIL_BUDGET_S
 ) -> str:
     """The whole page as text; thumbnails are made on the way (under run_dir/thumbs) for up to the budget."""
-    episodes = read_episodes(run_dir)
+    episodes = settle_attempts(read_episodes(run_dir))
     builds = [b.build for b in card.builds] + [
         b for b in episodes.builds if b not in {x.build for x in card.builds}
     ]
@@ -199,6 +200,7 @@ def render_report(
         "<details><summary>Per-task drill-down of the regression (exploratory, BH-adjusted)</summary>",
         drill_down_table(card),
         "</details>",
+        fidelity_html(run_dir, card.fidelity),
         "<h2>Trajectories</h2>",
         _matrix(episodes, builds),
         '<div class="nav"><button id="prev">← previous</button><button id="next">next →</button> '

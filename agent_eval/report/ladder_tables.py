@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_eval.report.markdown import MISSING, TextTable, number, rate_text, signed
+from agent_eval.report.text import MISSING, TextTable, number, rate_text, signed
 from agent_eval.scoring.ladder import Ladder, LadderRung
 from agent_eval.scoring.regression import MetricComparison
 from agent_eval.scoring.scorecard import Scorecard

@@ -6,49 +6,18 @@ The table builders here are shared with the terminal view, so both show the same
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
-from agent_eval.scoring.build_score import BuildScore, Rate
+from agent_eval.report.ladder_tables import ladder_tables
+from agent_eval.report.text import MISSING, TextTable, number, p_value, rate_text, signed
+from agent_eval.scoring.build_score import BuildScore
+from agent_eval.scoring.fidelity_fields import FidelityRow
 from agent_eval.scoring.regression import METRIC_WORDS, MetricComparison
 from agent_eval.scoring.scorecard import Scorecard
+from agent_eval.scoring.splits import split_table
 
 SCORECARD_JSON = "scorecard.json"
 SCORECARD_MD = "scorecard.md"
-MISSING = "–"
-
-
-@dataclass(frozen=True)
-class TextTable:
-    """A titled table of already formatted cells."""
-
-    title: str
-    headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-
-
-def number(value: float | int | None, places: int = 2) -> str:
-    return MISSING if value is None else f"{value:.{places}f}"
-
-
-def signed(value: float | None) -> str:
-    if value is None:
-        return MISSING
-    # Rounding can leave "-0.00", which reads as a drop that is not there.
-    return "0.00" if abs(value) < 0.005 else f"{value:+.2f}".replace("-", "−")
-
-
-def p_value(value: float | None) -> str:
-    if value is None:
-        return MISSING
-    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
-
-
-def rate_text(r: Rate) -> str:
-    """e.g. "0.80 [0.49, 0.94] 8/10"."""
-    if r.rate is None:
-        return f"{MISSING} 0/0"
-    return f"{r.rate:.2f} [{r.low:.2f}, {r.high:.2f}] {r.count}/{r.of}"
 
 
 def _name(b: BuildScore) -> str:
@@ -253,10 +222,45 @@ def markdown_table(table: TextTable) -> str:
     return "\n".join(lines)
 
 
+def fidelity_table(rows: list[FidelityRow] | None) -> TextTable | None:
+    """scorecard.md's table; None when the run has no fidelity.json."""
+    if not rows:
+        return None
+    body = []
+    for r in rows:
+        flagged = ", ".join(f"{m} {v}" for m, v in r.verdicts.items() if v != "NO DIFFERENCE SHOWN")
+        interval = (
+            f"[{number(r.agreement_low)}, {number(r.agreement_high)}]" if r.agreement_low is not None else ""
+        )
+        body.append(
+            (
+                r.build,
+                str(r.steps),
+                f"{number(r.agreement)} {interval}".strip(),
+                number(r.agreement_delta),
+                number(r.kl, 4),
+                number(r.answer_logprob_delta),
+                number(r.p_done_goal_held, 3),
+                number(r.p_done_goal_not_held, 3),
+                ("WORSE: " if r.flagged else "") + (flagged or "none"),
+            )
+        )
+    headers = (
+        "build",
+        "steps",
+        "agreement [95% CI]",
+        "Δ agreement",
+        "KL ≥ (nats)",
+        "Δ log P(answer)",
+        "P(done) goal held",
+        "P(done) goal not held",
+        "verdicts (Holm)",
+    )
+    return TextTable("Teacher-forced fidelity (reference's recorded steps)", headers, tuple(body))
+
+
 def render_markdown(card: Scorecard) -> str:
     """scorecard.md: the verdicts first, then every table of the scorecard."""
-    from agent_eval.report.ladder_tables import ladder_tables  # it builds on this module's helpers
-
     parts = [f"# Scorecard: run {card.run_id}", ""]
     said = sentences(card)
     if card.ladder is not None:
@@ -273,8 +277,10 @@ def render_markdown(card: Scorecard) -> str:
         per_task_table(card),
         drill_down_table(card),
         *ladder_tables(card),
+        fidelity_table(card.fidelity),
     ]
     parts += [markdown_table(t) + "\n" for t in tables if t is not None]
+    parts += split_table(card.splits)
     parts.append(
         "REGRESSION: Holm-adjusted exact McNemar p < α. NON-INFERIOR: the one-sided 95% upper bound of "
         "the drop is below δ. INCONCLUSIVE: neither; the data cannot decide, which is not no regression."

@@ -1,4 +1,4 @@
-"""`agent-eval view runs/ID`: serve a run directory's report on 127.0.0.1 and print the address.
+"""Serving a run directory's report on 127.0.0.1 and print the address.
 
 The report is written first when missing or older than episodes.jsonl; serving changes nothing else.
 """
@@ -12,9 +12,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import click
-
 from agent_eval.errors import RunStoreError
+from agent_eval.rundir import EPISODES_FILE
 
 REPORT_FILE = "report.html"  # the names html.py and markdown.py write; not imported, see ensure_report
 SCORECARD_FILE = "scorecard.json"
@@ -91,7 +90,7 @@ def ensure_report(run_dir: Path) -> Path:
     """
     if not run_dir.is_dir():
         raise RunStoreError(f"{run_dir} is not a run directory (it does not exist); pass runs/<run-id>")
-    report, episodes, saved = run_dir / REPORT_FILE, run_dir / "episodes.jsonl", run_dir / SCORECARD_FILE
+    report, episodes, saved = run_dir / REPORT_FILE, run_dir / EPISODES_FILE, run_dir / SCORECARD_FILE
     if _newer(report, episodes, saved):
         return report
     # Imported here: scoring pulls in statsmodels (seconds), which every other command would pay for.
@@ -111,16 +110,3 @@ def ensure_report(run_dir: Path) -> Path:
         card = score_run(run_dir)
         write_scorecard(run_dir, card)
     return write_html_report(run_dir, card)
-
-
-@click.command("view")
-@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
-@click.option(
-    "--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="0 picks a free port."
-)
-def view_command(run_dir: Path, port: int) -> None:
-    """Serve RUN_DIR's report (scorecard, plots, trajectories) on 127.0.0.1 until interrupted."""
-    ensure_report(run_dir)
-    with RunServer(run_dir, port) as server:
-        click.echo(f"serving {run_dir} at {server.url}  (Ctrl-C stops)", nl=True)
-        threading.Event().wait()

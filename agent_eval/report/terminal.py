@@ -10,7 +10,6 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval.report.markdown import (
-    TextTable,
     cost_table,
     drill_down_table,
     outcomes_table,
@@ -18,7 +17,9 @@ from agent_eval.report.markdown import (
     rates_table,
     regression_table,
 )
+from agent_eval.report.text import TextTable
 from agent_eval.scoring.scorecard import Scorecard
+from agent_eval.scoring.splits import split_table
 from agent_eval.scoring.stats import Verdict
 
 NUMERIC_STARTS = frozenset("0123456789+−-–")
@@ -78,3 +79,5 @@ def render(card: Scorecard, console: Console, *, drill_down: bool = False) -> No
             # Printed above the table, not as its title: rich would wrap a title to a narrow table's width.
             console.print(Text(table.title, style="bold"))
             console.print(rich_table(table))
+    for line in split_table(card.splits):
+        console.print(Text(line.removeprefix("## "), style="bold" if line.startswith("## ") else ""))

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.action import Action, ActionType
-from agent_eval.device.uitree import parse_ui
 from agent_eval.errors import AgentEvalError
 from agent_eval.records import EpisodeRecord, StepRecord
 from agent_eval.report.thumbnails import Thumbnail, thumbnail
+from agent_eval.screen.uitree import parse_ui
 
 ElementCentres = Callable[[str], dict[int, tuple[int, int]]]
 _SWIPE_FRACTION = 0.3  # of the screen's shorter side: how long a drawn swipe arrow is

@@ -3,9 +3,10 @@
 `run_episode` plays one; `run_cells` plays many into a `RunStore`; `agent-eval run` is in run_cli.
 """
 
+from agent_eval.rundir import RunManifest, RunStore
 from agent_eval.runner.episode import run_episode
 from agent_eval.runner.loop import BuildAgent, Cell, RunSummary, run_cells
-from agent_eval.runner.store import RunManifest, RunStore, new_manifest
+from agent_eval.runner.manifest import new_manifest
 
 __all__ = [
     "BuildAgent",

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from agent_eval.action import Action
 from agent_eval.agent.policy import Decision, PastStep, Policy, StepContext
 from agent_eval.agent.prompt import action_summary, element_lines
-from agent_eval.device.driver import Device
-from agent_eval.device.observation import Observation
+from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import InfraError, InvalidActionError, TaskError
 from agent_eval.records import (
     BuildManifest,
@@ -25,6 +25,8 @@ from agent_eval.records import (
     StepRecord,
     classify,
 )
+from agent_eval.rundir import STEPS_FILE
+from agent_eval.screen.observation import Observation
 from agent_eval.task import TaskInstance, goal_holds, start_episode
 
 
@@ -49,9 +51,13 @@ class _Tally:
         t.check_s += lat.check_s
         t.harness_s += lat.harness_s
 
+    def count_tokens(self, decision: Decision) -> None:
+        self.prompt_tokens += decision.prompt_tokens
+        self.completion_tokens += decision.completion_tokens
+
 
 def run_episode(
-    device: Device,
+    device: EpisodeDevice,
     instance: TaskInstance,
     policy: Policy,
     *,
@@ -110,29 +116,60 @@ def run_episode(
     )
 
 
+def _first_look(
+    device: EpisodeDevice, instance: TaskInstance, tally: _Tally, snapshot: str | None
+) -> tuple[Observation, float, float]:
+    """Start the task and check its goal on the first screen: (observation, observe s, check s)."""
+    start_episode(device, instance, snapshot=snapshot)
+    t0 = time.perf_counter()
+    observation = device.observe()
+    observe_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    held = goal_holds(instance.goal_state, device, observation)
+    check_s = time.perf_counter() - t0
+    if held != instance.verify:
+        state = "already holds" if held else "does not hold"
+        kind = "a verify task must start in its goal state" if instance.verify else "its setup is broken"
+        raise TaskError(f"{instance.task.where}: goal {state} at the start of seed {instance.seed} — {kind}")
+    tally.timeline.append(held)
+    return observation, observe_s, check_s
+
+
+def _act(device: EpisodeDevice, action: Action, observation: Observation, lat: StepLatency) -> str | None:
+    """Send the action; the device's reason when it rejects it (an invalid step), else None."""
+    t0 = time.perf_counter()
+    try:
+        device.act(action, observation)
+    except InvalidActionError as e:
+        return str(e)
+    finally:
+        lat.act_s = time.perf_counter() - t0
+    return None
+
+
+def _look(device: EpisodeDevice, instance: TaskInstance, tally: _Tally, lat: StepLatency) -> Observation:
+    """Observe after an action and record whether the goal holds now."""
+    t0 = time.perf_counter()
+    observation = device.observe()
+    lat.observe_s += time.perf_counter() - t0
+    t0 = time.perf_counter()
+    tally.timeline.append(goal_holds(instance.goal_state, device, observation))
+    lat.check_s += time.perf_counter() - t0
+    return observation
+
+
 def _play(
-    device: Device,
+    device: EpisodeDevice,
     instance: TaskInstance,
     policy: Policy,
     episode_dir: Path,
     tally: _Tally,
     snapshot: str | None,
 ) -> None:
-    start_episode(device, instance, snapshot=snapshot)
-    t0 = time.perf_counter()
-    observation = device.observe()
-    first_observe_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    held = goal_holds(instance.goal_state, device, observation)
-    first_check_s = time.perf_counter() - t0
-    if held != instance.verify:
-        state = "already holds" if held else "does not hold"
-        kind = "a verify task must start in its goal state" if instance.verify else "its setup is broken"
-        raise TaskError(f"{instance.task.where}: goal {state} at the start of seed {instance.seed} — {kind}")
-    tally.timeline.append(held)
+    observation, first_observe_s, first_check_s = _first_look(device, instance, tally, snapshot)
 
     history: list[PastStep] = []
-    steps_file = (episode_dir / "steps.jsonl").open("a", encoding="utf-8")
+    steps_file = (episode_dir / STEPS_FILE).open("a", encoding="utf-8")
     with steps_file:
         for step in range(1, instance.max_steps + 1):
             lat = StepLatency(observe_s=first_observe_s, check_s=first_check_s)
@@ -150,8 +187,7 @@ def _play(
             lat.model_s = decision.model_s
             record = _step_record(step, episode_dir, observation, decision)
             tally.steps = step
-            tally.prompt_tokens += decision.prompt_tokens
-            tally.completion_tokens += decision.completion_tokens
+            tally.count_tokens(decision)
             action = decision.action
             summary = action_summary(action, observation)
 
@@ -163,20 +199,12 @@ def _play(
                 # Nothing was sent to the device, so the screen and the goal are as they were.
                 tally.timeline.append(tally.timeline[-1])
             else:
-                t0 = time.perf_counter()
-                try:
-                    device.act(action, observation)
-                except InvalidActionError as e:
+                rejected = _act(device, action, observation, lat)
+                if rejected is not None:
                     tally.invalid += 1
-                    record.invalid_reason = str(e)
-                    summary = f"{summary} (rejected: {e})"
-                lat.act_s = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                observation = device.observe()
-                lat.observe_s += time.perf_counter() - t0
-                t0 = time.perf_counter()
-                tally.timeline.append(goal_holds(instance.goal_state, device, observation))
-                lat.check_s += time.perf_counter() - t0
+                    record.invalid_reason = rejected
+                    summary = f"{summary} (rejected: {rejected})"
+                observation = _look(device, instance, tally, lat)
 
             history.append(PastStep(step=step, action=action, summary=summary))
             record.goal_after = tally.timeline[-1]

@@ -5,6 +5,8 @@ Outcome colours live here too, so every command shows an outcome the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.markup import escape
 
 from agent_eval.records import EpisodeRecord, Outcome
@@ -30,3 +32,27 @@ def episode_line(cell: Cell, record: EpisodeRecord) -> str:
     said = f", said {record.said} at step {record.said_at_step}" if record.said else ""
     invalid = f", {record.invalid_actions} invalid" if record.invalid_actions else ""
     return f"{head}  {record.steps} steps{said}{invalid}  {seconds:.1f} s"
+
+
+def unfinished_problems(
+    failed: Sequence[EpisodeRecord],
+    retired_devices: Sequence[str],
+    not_run: Sequence[Cell],
+    gave_up: str | None,
+    max_attempts: int,
+) -> list[str]:
+    """What a rerun must still do, in words (empty when every episode finished); run and grid alike."""
+    problems = []
+    if failed:
+        last = failed[-1]
+        problems.append(
+            f"{len(failed)} episode(s) failed every attempt, {max_attempts} times "
+            f"(last: {last.build} {last.task_id} seed {last.seed}: {last.error})"
+        )
+    if retired_devices:
+        problems.append(f"device(s) lost: {', '.join(retired_devices)}")
+    if gave_up:
+        problems.append(gave_up)
+    if not_run:
+        problems.append(f"{len(not_run)} episode(s) not run")
+    return problems

@@ -12,13 +12,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from agent_eval.agent.policy import Policy
-from agent_eval.device.driver import Device
+from agent_eval.builds.endpoint import Endpoint
+from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import InfraError
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
+from agent_eval.rundir import EpisodeKey, RunStore
 from agent_eval.runner.episode import run_episode
-from agent_eval.runner.store import EpisodeKey, RunStore
 from agent_eval.task import Task, TaskInstance
 
 
@@ -42,6 +45,69 @@ class BuildAgent:
     name: str
     policy_for: Callable[[TaskInstance], Policy]
     manifest: BuildManifest | None = None
+    endpoint: Endpoint | None = None  # where it answers, for seats that make their own policy (cluster)
+    agent: str | None = None  # the build's `agent:` (registry name), for those seats too
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """Where and as what one attempt of a cell is recorded."""
+
+    run_id: str
+    number: int
+    episode_dir: Path  # fresh and empty, on this host
+    run_dir: Path
+    snapshot: str | None
+
+
+@runtime_checkable
+class Seat(Protocol):
+    """Where episodes are played one at a time: a device here (LocalSeat), or a phone on a cluster node."""
+
+    @property
+    def serial(self) -> str: ...
+
+    def play(self, cell: Cell, agent: BuildAgent, attempt: Attempt) -> EpisodeRecord:
+        """Play the attempt with the step files in attempt.episode_dir; infra errors are records."""
+        ...
+
+    def still_online(self) -> bool:
+        """After an infra error: whether the phone is still there (else it is retired)."""
+        ...
+
+
+@dataclass(frozen=True)
+class LocalSeat:
+    """A device of this host (the adb `Device`, or any other device backend's)."""
+
+    device: EpisodeDevice
+
+    @property
+    def serial(self) -> str:
+        return self.device.serial
+
+    def play(self, cell: Cell, agent: BuildAgent, attempt: Attempt) -> EpisodeRecord:
+        instance = cell.task.instantiate(cell.seed)
+        return run_episode(
+            self.device,
+            instance,
+            agent.policy_for(instance),
+            build=cell.build,
+            run_id=attempt.run_id,
+            episode_dir=attempt.episode_dir,
+            manifest=agent.manifest,
+            attempt=attempt.number,
+            relative_to=attempt.run_dir,
+            snapshot=attempt.snapshot,
+        )
+
+    def still_online(self) -> bool:
+        return _still_online(self.device)
+
+
+def as_seat(device: EpisodeDevice | Seat) -> Seat:
+    """A device of this host seated as is; a seat (a cluster phone) unchanged."""
+    return device if isinstance(device, Seat) else LocalSeat(device)
 
 
 @dataclass
@@ -66,7 +132,7 @@ EpisodeCallback = Callable[[Cell, EpisodeRecord], None]
 
 def run_cells(
     cells: Sequence[Cell],
-    devices: Sequence[Device],
+    devices: Sequence[EpisodeDevice | Seat],
     agents: Mapping[str, BuildAgent],
     store: RunStore,
     *,
@@ -75,7 +141,7 @@ def run_cells(
     on_episode: EpisodeCallback | None = None,
     snapshot: str | None = "default_boot",
 ) -> RunSummary:
-    """Run every cell the store has not finished, one device per worker, in the order given.
+    """Run every cell the store has not finished, one device (or seat) per worker, in the order given.
 
     Each attempt (infra errors included) is appended to the store as it ends and passed to `on_episode`.
     A cell gets up to `max_attempts` attempts in this call; after `give_up_after` cells in a row used up
@@ -87,127 +153,148 @@ def run_cells(
     missing = sorted({c.build for c in cells} - set(agents))
     if missing:
         raise ValueError(f"no agent for build(s) {', '.join(missing)}")
-    run_id = store.manifest.run_id if store.manifest is not None else store.run_dir.name
-    finished = store.finished()
-    earlier_attempts = store.infra_attempts()
-    summary = RunSummary()
-    todo: queue.SimpleQueue[Cell] = queue.SimpleQueue()
-    for cell in cells:
-        if cell.key in finished:
-            summary.kept += 1
+    session = _Session(agents, store, max_attempts, give_up_after, on_episode, snapshot)
+    session.queue(cells)
+    session.run([as_seat(d) for d in devices])
+    return session.summary
+
+
+class _Session:
+    """One call of run_cells: the queue of cells, the workers (one per device) and what they did."""
+
+    def __init__(
+        self,
+        agents: Mapping[str, BuildAgent],
+        store: RunStore,
+        max_attempts: int,
+        give_up_after: int | None,
+        on_episode: EpisodeCallback | None,
+        snapshot: str | None,
+    ) -> None:
+        self.agents, self.store, self.snapshot = agents, store, snapshot
+        self.max_attempts, self.give_up_after, self.on_episode = max_attempts, give_up_after, on_episode
+        self.run_id = store.manifest.run_id if store.manifest is not None else store.run_dir.name
+        self.earlier_attempts = store.infra_attempts()
+        self.tried: Counter[EpisodeKey] = Counter()  # attempts this call, across seats (a lost phone's cell)
+        self.summary = RunSummary()
+        self.todo: queue.SimpleQueue[Cell] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.failure: list[BaseException] = []
+        self.failed_in_a_row = 0
+        self.busy = (
+            0  # workers playing a cell: a lost device requeues its cell, so an empty queue is not the end
+        )
+
+    def queue(self, cells: Sequence[Cell]) -> None:
+        finished = self.store.finished()
+        for cell in cells:
+            if cell.key in finished:
+                self.summary.kept += 1
+            else:
+                self.todo.put(cell)
+
+    def run(self, devices: Sequence[Seat]) -> None:
+        if len(devices) == 1:
+            self.worker(devices[0])
         else:
-            todo.put(cell)
+            threads = [
+                threading.Thread(target=self.worker, args=(d,), name=f"episodes-{d.serial}") for d in devices
+            ]
+            for t in threads:
+                t.start()
+            try:
+                for t in threads:
+                    t.join()
+            except BaseException:
+                self.stop.set()
+                raise
+        self.store.touch()
+        if self.failure:
+            raise self.failure[0]
+        while True:
+            try:
+                self.summary.not_run.append(self.todo.get_nowait())
+            except queue.Empty:
+                break
 
-    lock = threading.Lock()
-    stop = threading.Event()
-    failure: list[BaseException] = []
-    failed_in_a_row = 0
+    def attempt(self, seat: Seat, cell: Cell) -> EpisodeRecord:
+        """Play one attempt of a cell on a seat, append it to the store and count it."""
+        with self.lock:  # a cell requeued from a lost phone counts on from its attempts there
+            self.tried[cell.key] += 1
+            number = self.earlier_attempts.get(cell.key, 0) + self.tried[cell.key]
+        episode_dir = self.store.fresh_episode_dir(cell.build, cell.task.id, cell.seed)
+        place = Attempt(self.run_id, number, episode_dir, self.store.run_dir, self.snapshot)
+        record = seat.play(cell, self.agents[cell.build], place)
+        self.store.append(record)
+        with self.lock:
+            if record.outcome is Outcome.INFRA_ERROR:
+                self.summary.infra_attempts += 1
+            else:
+                self.summary.outcomes[record.outcome] += 1
+            if self.on_episode is not None:
+                self.on_episode(cell, record)
+        return record
 
-    def play(device: Device, cell: Cell) -> bool:
+    def play(self, device: Seat, cell: Cell) -> bool:
         """Run a cell to a scored record or out of attempts; False when the device is gone."""
-        nonlocal failed_in_a_row
-        agent = agents[cell.build]
-        instance = cell.task.instantiate(cell.seed)
-        previous = earlier_attempts.get(cell.key, 0)
-        for attempt in range(1, max_attempts + 1):
-            episode_dir = store.fresh_episode_dir(cell.build, cell.task.id, cell.seed)
-            record = run_episode(
-                device,
-                instance,
-                agent.policy_for(instance),
-                build=cell.build,
-                run_id=run_id,
-                episode_dir=episode_dir,
-                manifest=agent.manifest,
-                attempt=previous + attempt,
-                relative_to=store.run_dir,
-                snapshot=snapshot,
-            )
-            store.append(record)
-            with lock:
-                if record.outcome is Outcome.INFRA_ERROR:
-                    summary.infra_attempts += 1
-                else:
-                    summary.outcomes[record.outcome] += 1
-                if on_episode is not None:
-                    on_episode(cell, record)
+        for attempt in range(1, self.max_attempts + 1):
+            record = self.attempt(device, cell)
             if record.outcome is not Outcome.INFRA_ERROR:
-                with lock:
-                    failed_in_a_row = 0
+                with self.lock:
+                    self.failed_in_a_row = 0
                 return True
-            if not _still_online(device):
-                with lock:
-                    summary.retired_devices.append(device.serial)
-                todo.put(cell)  # another device may still run it
+            if not device.still_online():
+                with self.lock:
+                    self.summary.retired_devices.append(device.serial)
+                self.todo.put(cell)  # another device may still run it
                 return False
-            if attempt == max_attempts:
-                with lock:
-                    summary.failed.append(record)
-                    failed_in_a_row += 1
-                    if give_up_after is not None and failed_in_a_row >= give_up_after and not stop.is_set():
-                        summary.gave_up = (
-                            f"stopped after {failed_in_a_row} episodes in a row failed {max_attempts} times"
-                        )
-                        stop.set()
+            if attempt == self.max_attempts:
+                self.out_of_attempts(record)
         return True
 
-    busy = 0  # workers playing a cell: a lost device requeues its cell, so an empty queue is not yet the end
+    def out_of_attempts(self, record: EpisodeRecord) -> None:
+        with self.lock:
+            self.summary.failed.append(record)
+            self.failed_in_a_row += 1
+            limit = self.give_up_after
+            if limit is not None and self.failed_in_a_row >= limit and not self.stop.is_set():
+                self.summary.gave_up = (
+                    f"stopped after {self.failed_in_a_row} episodes in a row failed {self.max_attempts} times"
+                )
+                self.stop.set()
 
-    def next_cell() -> Cell | None:
-        nonlocal busy
-        while not stop.is_set():
-            with lock:
+    def next_cell(self) -> Cell | None:
+        while not self.stop.is_set():
+            with self.lock:
                 try:
-                    cell = todo.get_nowait()
+                    cell = self.todo.get_nowait()
                 except queue.Empty:
-                    if busy == 0:
+                    if self.busy == 0:
                         return None
                 else:
-                    busy += 1
+                    self.busy += 1
                     return cell
             time.sleep(0.05)
         return None
 
-    def worker(device: Device) -> None:
-        nonlocal busy
+    def worker(self, device: Seat) -> None:
         try:
-            while (cell := next_cell()) is not None:
+            while (cell := self.next_cell()) is not None:
                 try:
-                    still_here = play(device, cell)
+                    still_here = self.play(device, cell)
                 finally:
-                    with lock:
-                        busy -= 1
+                    with self.lock:
+                        self.busy -= 1
                 if not still_here:
                     return
         except BaseException as e:  # a broken task or a bug: stop every worker, re-raise in the caller
-            with lock:
-                failure.append(e)
-            stop.set()
-
-    if len(devices) == 1:
-        worker(devices[0])
-    else:
-        threads = [threading.Thread(target=worker, args=(d,), name=f"episodes-{d.serial}") for d in devices]
-        for t in threads:
-            t.start()
-        try:
-            for t in threads:
-                t.join()
-        except BaseException:
-            stop.set()
-            raise
-    store.touch()
-    if failure:
-        raise failure[0]
-    while True:
-        try:
-            summary.not_run.append(todo.get_nowait())
-        except queue.Empty:
-            break
-    return summary
+            with self.lock:
+                self.failure.append(e)
+            self.stop.set()
 
 
-def _still_online(device: Device, grace_s: float = 10.0) -> bool:
+def _still_online(device: EpisodeDevice, grace_s: float = 10.0) -> bool:
     # A phone whose transport just dropped is usually reconnecting: give it a moment before retiring it.
     try:
         device.wait_until_online(grace_s)

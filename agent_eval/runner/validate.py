@@ -1,27 +1,22 @@
-"""`agent-eval validate`: plays every task's oracle through the real episode loop to check each task is sound.
+"""Validating tasks: plays every task's oracle through the real episode loop to check each task is sound.
 
 A task passes when it starts right (goal false; true for verify tasks) and its oracle ends in success.
 """
 
 from __future__ import annotations
 
-import contextlib
-import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
-
 from agent_eval.agent.oracle import OraclePolicy
-from agent_eval.device.driver import Device, online_serials
-from agent_eval.errors import AgentEvalError, TaskError
+from agent_eval.device.backend import EpisodeDevice
+from agent_eval.errors import AgentEvalError, RunStoreError, TaskError
 from agent_eval.records import Outcome, StepRecord
+from agent_eval.rundir import STEPS_FILE, read_lines
 from agent_eval.runner.episode import run_episode
-from agent_eval.runner.run_cli import free_phone_port
-from agent_eval.task import Task, TaskInstance, goal_holds, load_tasks, start_episode
+from agent_eval.task import Task, TaskInstance, goal_holds, start_episode
 from agent_eval.task.params import combinations
 
 INFRA_ATTEMPTS = 2
@@ -47,7 +42,7 @@ def seeds_for(task: Task, limit: int | None) -> range:
     return range(limit if limit is not None else combinations(task.params))
 
 
-def _check_start_only(device: Device, instance: TaskInstance, snapshot: str | None) -> str:
+def _check_start_only(device: EpisodeDevice, instance: TaskInstance, snapshot: str | None) -> str:
     """For a task without an oracle: only that its start state is what it claims. Returns a problem or ""."""
     start_episode(device, instance, snapshot=snapshot)
     held = goal_holds(instance.goal_state, device)
@@ -56,13 +51,13 @@ def _check_start_only(device: Device, instance: TaskInstance, snapshot: str | No
     return ""
 
 
-def _invalid_reasons(steps_file: Path) -> list[str]:
-    reasons = []
-    with contextlib.suppress(OSError):
-        for line in steps_file.read_text(encoding="utf-8").splitlines():
-            step = StepRecord.model_validate_json(line)
-            if step.invalid_reason:
-                reasons.append(f"step {step.step}: {step.invalid_reason}")
+def _invalid_reasons(episode_dir: Path) -> list[str]:
+    steps_file = episode_dir / STEPS_FILE
+    try:
+        steps = read_lines(steps_file, StepRecord).records
+    except RunStoreError:
+        steps = []
+    reasons = [f"step {s.step}: {s.invalid_reason}" for s in steps if s.invalid_reason]
     return reasons or [f"see {steps_file}"]
 
 
@@ -83,7 +78,7 @@ def _verdict(
 
 
 def check_instance(
-    device: Device, instance: TaskInstance, *, snapshot: str | None, work_dir: Path
+    device: EpisodeDevice, instance: TaskInstance, *, snapshot: str | None, work_dir: Path
 ) -> TaskCheck:
     """Play `instance`'s oracle with the episode loop (or only check its start when it has no oracle)."""
     started = time.perf_counter()
@@ -116,14 +111,14 @@ def check_instance(
     if record.outcome is not Outcome.SUCCESS:
         problems.append(record.error or f"the oracle ended in {record.outcome.value}, not success")
     if record.invalid_actions:
-        reasons = _invalid_reasons(episode_dir / "steps.jsonl")
+        reasons = _invalid_reasons(episode_dir)
         problems.append(f"{record.invalid_actions} oracle step(s) were invalid: " + "; ".join(reasons))
     return _verdict(instance, started, record.outcome.value, record.steps, "; ".join(problems))
 
 
 def validate_tasks(
     tasks: Sequence[Task],
-    device: Device,
+    device: EpisodeDevice,
     *,
     seeds: int | None = None,
     snapshot: str | None = "default_boot",
@@ -133,91 +128,3 @@ def validate_tasks(
     for task in tasks:
         for seed in seeds_for(task, seeds):
             yield check_instance(device, task.instantiate(seed), snapshot=snapshot, work_dir=work_dir)
-
-
-@contextlib.contextmanager
-def _device_for(serial: str | None, virtual: bool, phone_port: int) -> Iterator[Device]:
-    """The device to validate on: the one named, else a connected one, else a virtual phone started here."""
-    if serial is not None:
-        yield Device(serial)
-        return
-    connected = [] if virtual else sorted(online_serials())
-    if connected:
-        click.echo(f"using the connected device {connected[0]} (pass --device to choose)", err=True)
-        yield Device(connected[0])
-        return
-    from agent_eval.virtual_device import start_fleet
-
-    base = free_phone_port(phone_port)
-    reason = "as asked" if virtual else "no device connected"
-    click.echo(f"{reason}: starting a virtual phone on adb port {base + 1}", err=True)
-    with start_fleet(count=1, base_port=base) as fleet:
-        yield Device(fleet.serials[0])
-
-
-def _row(check: TaskCheck) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in check.params.items())
-    kind = "verify" if check.verify else ""
-    mark = "ok" if check.ok else "FAIL"
-    return f"{mark:<5}{check.task_id:<28}{check.seed:>4}  {kind:<7}{check.outcome:<15}{check.steps:>5}  " + (
-        f"{check.seconds:6.1f}s  {params}"
-    )
-
-
-@click.command("validate")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--device",
-    "serial",
-    help="adb serial to validate on (default: a connected device, else a virtual phone).",
-)
-@click.option(
-    "--virtual", is_flag=True, help="Always start a virtual phone, even when a device is connected."
-)
-@click.option(
-    "--phone-port",
-    default=5554,
-    show_default=True,
-    help="A virtual phone started here takes the first free console port from this one on.",
-)
-@click.option(
-    "--seeds", type=click.IntRange(min=1), help="Check seeds 0..N-1 (default: every parameter combination)."
-)
-@click.option(
-    "--snapshot", default="default_boot", show_default=True, help="Snapshot to reset to; 'none' to skip."
-)
-@click.option(
-    "--keep", type=click.Path(path_type=Path), help="Keep each oracle episode's steps and screenshots here."
-)
-def validate_command(
-    paths: tuple[Path, ...],
-    serial: str | None,
-    virtual: bool,
-    phone_port: int,
-    seeds: int | None,
-    snapshot: str,
-    keep: Path | None,
-) -> None:
-    """Play every task's oracle on a device; fail if a task starts in its goal or its oracle does not succeed.
-
-    PATHS are task files or folders (default: tasks/).
-    """
-    tasks = load_tasks(list(paths) or [Path("tasks")])
-    snap = None if snapshot.lower() == "none" else snapshot
-    failed: list[TaskCheck] = []
-    with contextlib.ExitStack() as stack:
-        work_dir = keep if keep is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        device = stack.enter_context(_device_for(serial, virtual, phone_port))
-        click.echo(f"validating {len(tasks)} task(s) on {device.serial}")
-        click.echo(f"{'':<5}{'task':<28}{'seed':>4}  {'':<7}{'outcome':<15}{'steps':>5}  {'time':>7}  params")
-        for check in validate_tasks(tasks, device, seeds=seeds, snapshot=snap, work_dir=work_dir):
-            click.echo(_row(check))
-            if not check.ok:
-                failed.append(check)
-    if failed:
-        click.echo(f"\n{len(failed)} task instance(s) failed:", err=True)
-        for check in failed:
-            click.echo(f"  {check.task_id} (seed {check.seed}): {check.problem}", err=True)
-        # click's Exit would be swallowed by the CLI's non-standalone main; the exit code must survive.
-        sys.exit(1)
-    click.echo("all tasks valid")

@@ -10,14 +10,24 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_eval.builds.bandwidth import read_ceiling
 from agent_eval.errors import ConfigError, RunStoreError
 from agent_eval.records import EngineRecord, EpisodeRecord
-from agent_eval.scoring.attempts import infra_attempts_by_task, settle_attempts
+from agent_eval.rundir import (
+    EPISODES_FILE,
+    MANIFEST_FILE,
+    SettledEpisodes,
+    infra_attempts_by_task,
+    read_engines,
+    read_episodes,
+    read_run_settings,
+    settle_attempts,
+)
+from agent_eval.rundir.bandwidth import read_ceiling
 from agent_eval.scoring.build_score import BuildScore, build_score
+from agent_eval.scoring.fidelity_fields import FidelityRow, read_fidelity_rows
 from agent_eval.scoring.ladder import Ladder, build_ladder
 from agent_eval.scoring.regression import Regression, bits_order, compare_builds
-from agent_eval.scoring.run_files import read_engines, read_episodes, read_run_settings
+from agent_eval.scoring.splits import SplitScore, read_task_splits, split_scores
 from agent_eval.scoring.stats import ALPHA, DEFAULT_MARGIN
 
 SCORECARD_SCHEMA_VERSION = 1
@@ -47,6 +57,13 @@ class Scorecard(BaseModel):
     notes: list[str] = Field(
         default_factory=list, description="What the reader should know before trusting it."
     )
+    splits: list[SplitScore] = Field(
+        default_factory=list,
+        description="Rates per build on training and held-out tasks apart (empty: no held-out task ran).",
+    )
+    fidelity: list[FidelityRow] | None = Field(
+        None, description="Teacher-forced fidelity per build, from fidelity.json; null when not run."
+    )
     ladder: Ladder | None = Field(
         None, description="The quantization ladder and its knee; null without rungs (docs/builds.md)."
     )
@@ -57,7 +74,7 @@ def resolve_reference(
 ) -> str | None:
     """The reference build: asked for, else recorded in run.json, else the one its manifest marks."""
     builds = sorted({e.build for e in episodes})
-    for source, name in (("--reference", requested), ("run.json", recorded)):
+    for source, name in (("--reference", requested), (MANIFEST_FILE, recorded)):
         if name is not None:
             if name not in builds:
                 raise ConfigError(
@@ -75,6 +92,27 @@ def resolve_reference(
     return flagged[0] if flagged else None
 
 
+def _score_notes(
+    reference: str | None, builds: int, settled: SettledEpisodes, regression: Regression | None
+) -> list[str]:
+    """What the reader should know about what the scorecard leaves out."""
+    notes = []
+    if reference is None and builds > 1:
+        notes.append("no reference build (none given, none recorded): pass --reference NAME for verdicts")
+    unresolved = sum(settled.unresolved.values())
+    if unresolved:
+        notes.append(
+            f"{unresolved} (build, task, seed) ended in an infra error on every attempt and are not scored"
+        )
+    for comparison in regression.builds if regression else []:
+        if comparison.unpaired:
+            notes.append(
+                f"{comparison.build}: {comparison.unpaired} episodes have no reference episode on the "
+                "same (task, seed) and are left out of its verdict"
+            )
+    return notes
+
+
 def score_episodes(
     episodes: Sequence[EpisodeRecord],
     engines: Mapping[str, EngineRecord] | None = None,
@@ -84,6 +122,7 @@ def score_episodes(
     margin: float = DEFAULT_MARGIN,
     alpha: float = ALPHA,
     notes: Sequence[str] = (),
+    task_splits: Mapping[str, str] | None = None,
     read_ceiling_gbs: float | None = None,
 ) -> Scorecard:
     """The scorecard from every episode record of a run (all attempts; only the last of each seed counts)."""
@@ -115,23 +154,9 @@ def score_episodes(
     ]
     scores.sort(key=lambda s: (not s.reference, *bits_order(s.build, s.bits_per_weight)))
 
-    notes = list(notes)
     regression = None
-    if reference is None and len(by_build) > 1:
-        notes.append("no reference build (none given, none recorded): pass --reference NAME for verdicts")
-    elif reference is not None and len(by_build) > 1:
+    if reference is not None and len(by_build) > 1:
         regression = compare_builds(scored, reference, margin, alpha)
-    unresolved = sum(settled.unresolved.values())
-    if unresolved:
-        notes.append(
-            f"{unresolved} (build, task, seed) ended in an infra error on every attempt and are not scored"
-        )
-    for comparison in regression.builds if regression else []:
-        if comparison.unpaired:
-            notes.append(
-                f"{comparison.build}: {comparison.unpaired} episodes have no reference episode on the "
-                "same (task, seed) and are left out of its verdict"
-            )
     return Scorecard(
         run_id=run_id,
         reference=reference,
@@ -140,7 +165,8 @@ def score_episodes(
         episode_records=len(episodes),
         builds=scores,
         regression=regression,
-        notes=notes,
+        notes=[*notes, *_score_notes(reference, len(by_build), settled, regression)],
+        splits=split_scores(scored, task_splits or {}) if task_splits else [],
         ladder=build_ladder(scored, scores, regression, read_ceiling_gbs),
     )
 
@@ -150,19 +176,22 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
     settings = read_run_settings(run_dir)
     episodes = read_episodes(run_dir)
     if not episodes:
-        raise RunStoreError(f"{run_dir / 'episodes.jsonl'} has no finished episode yet: nothing to score")
+        raise RunStoreError(f"{run_dir / EPISODES_FILE} has no finished episode yet: nothing to score")
     recorded, notes = settings.reference, []
     if reference is None and recorded is not None and recorded not in {e.build for e in episodes}:
         # A run still under way may not have reached its reference build yet: score what is there.
         notes.append(f"run.json names {recorded!r} as the reference, but it has no episodes yet")
         recorded = None
     chosen = resolve_reference(reference, recorded, episodes)
-    return score_episodes(
+    card = score_episodes(
         episodes,
         read_engines(run_dir),
         run_id=settings.run_id,
         reference=chosen,
         margin=next((m for m in (margin, settings.margin) if m is not None), DEFAULT_MARGIN),
         notes=notes,
+        task_splits=read_task_splits(run_dir),
         read_ceiling_gbs=read_ceiling(run_dir),
     )
+    card.fidelity = read_fidelity_rows(run_dir)
+    return card

@@ -1,4 +1,4 @@
-"""The statistics behind every rate, interval and verdict (protocol: shared docs, statistics.md).
+"""The statistics behind every rate, interval and verdict (the protocol of docs/scorecard.md).
 
 Typed wrappers over scipy/statsmodels, so the protocol's choices (method, sides, df) live in one place.
 """

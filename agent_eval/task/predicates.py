@@ -9,8 +9,8 @@ import re
 from typing import Protocol
 
 from agent_eval.device.driver import ShellResult, short_component
-from agent_eval.device.observation import Element, Observation
-from agent_eval.device.uitree import ancestors, parse_ui
+from agent_eval.screen.observation import Element, Observation
+from agent_eval.screen.uitree import ancestors, parse_ui
 from agent_eval.task.schema import (
     ActivityPredicate,
     AllPredicate,

@@ -248,6 +248,10 @@ class Task(_Strict):
     )
     oracle: list[OracleStep] | None = None
     tags: list[str] = Field(default_factory=list)
+    split: Literal["train", "held_out"] = Field(
+        "train",
+        description="train: the tuner may learn from it; held_out: never in the tuning data.",
+    )
 
     _source: Path | None = PrivateAttr(default=None)
 

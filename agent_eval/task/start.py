@@ -5,17 +5,19 @@ Used by the episode loop and by `agent-eval validate`, so both start episodes th
 
 from __future__ import annotations
 
-from agent_eval.device.driver import Device
+from agent_eval.device.backend import EpisodeDevice
 from agent_eval.device.gestures import key_command
 from agent_eval.errors import InvalidActionError, TaskError
 from agent_eval.task.schema import TaskInstance
 
 
-def start_episode(device: Device, instance: TaskInstance, *, snapshot: str | None = "default_boot") -> None:
+def start_episode(
+    device: EpisodeDevice, instance: TaskInstance, *, snapshot: str | None = "default_boot"
+) -> None:
     """Reset `device` (snapshot, or the fallback without one), run the setup commands, open the start screen.
 
     A setup command that exits non-zero, or a start app/activity that does not exist, is the task's fault:
-    TaskError. Device failures raise DeviceError.
+    TaskError. EpisodeDevice failures raise DeviceError.
     """
     device.reset(snapshot)
     where = instance.task.where

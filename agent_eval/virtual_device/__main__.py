@@ -10,7 +10,7 @@ import logging
 import sys
 from pathlib import Path
 
-from agent_eval.errors import AgentEvalError
+from agent_eval.virtual_device.errors import VirtualDeviceError
 from agent_eval.virtual_device.faults import load_fault_configs
 from agent_eval.virtual_device.serve import faults_per_phone, serve
 
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             args.watch_stdin,
             write_pid=not args.no_pid_file,
         )
-    except AgentEvalError as e:
+    except VirtualDeviceError as e:
         print(f"agent-eval: error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -12,14 +12,9 @@ from PIL import Image
 
 from agent_eval.virtual_device.apps import SETTINGS_NAMESPACES
 from agent_eval.virtual_device.keys import KEYCODES
-from agent_eval.virtual_device.shell import Output, Shell, command
+from agent_eval.virtual_device.shell import Output, Shell, command_table, exception
 from agent_eval.virtual_device.storage import PhoneError
 from agent_eval.virtual_device.uiautomator import DUMP_IDLE_ERROR, DUMP_OK
-
-
-def exception(io: Output, cmd: str, exc: str, msg: str) -> int:
-    io.err(f"Exception occurred while executing '{cmd}':\n{exc}: {msg}\n")
-    return 255
 
 
 def _ints(io: Output, sub: str, vals: list[str]) -> list[int] | None:
@@ -53,7 +48,6 @@ _INPUT_SOURCES = {
 }
 
 
-@command("input")
 def _input(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if args and args[0] in _INPUT_SOURCES:
         args = args[1:]
@@ -107,7 +101,6 @@ def _input(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("screencap")
 def _screencap(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     png = "-p" in args
     files = [a for a in args if not a.startswith("-")]
@@ -135,7 +128,6 @@ def _raw(sh: Shell) -> bytes:
     return struct.pack("<4I", img.width, img.height, 1, 0) + img.tobytes()
 
 
-@command("uiautomator")
 def _uiautomator(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if not args or args[0] != "dump":
         io.err(
@@ -166,7 +158,6 @@ def _uiautomator(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("settings")
 def _settings(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     while args[:1] == ["--user"]:
         args = args[2:]
@@ -190,6 +181,8 @@ def _settings(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
             items = sorted(phone.state.settings.get(ns, {}).items())
         io.out("".join(f"{k}={v}\n" for k, v in items))
         return 0
+    if verb == "reset":
+        return _settings_reset(sh, ns, args[2:], io, usage)
     if len(args) < 3 or (verb == "put" and len(args) < 4):
         io.err(usage)
         return 255
@@ -198,11 +191,29 @@ def _settings(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
         v = phone.get_setting(ns, key)
         io.out(f"{'null' if v is None else v}\n")
     elif verb == "put":
-        phone.put_setting(ns, key, args[3])
+        phone.put_setting(ns, key, args[3], untrusted=True)
         phone.prerender_soon()
     elif verb == "delete":
         io.out(f"Deleted {1 if phone.delete_setting(ns, key) else 0} rows\n")
         phone.prerender_soon()
+    return 0
+
+
+RESET_MODES = ("untrusted_defaults", "untrusted_clear", "trusted_defaults")
+
+
+def _settings_reset(sh: Shell, ns: str, rest: list[str], io: Output, usage: str) -> int:
+    """`settings reset NAMESPACE {PACKAGE_NAME | RESET_MODE}` as SettingsService does it."""
+    if not rest:
+        io.err(usage)
+        return 255
+    if ns == "system":
+        io.err("Invalid table; no reset performed\n")
+        return 0
+    mode = rest[0].lower()
+    # A package name resets what that package set; only the shell writes settings here.
+    sh.phone.reset_settings(ns, mode if mode in RESET_MODES else "untrusted_defaults")
+    sh.phone.prerender_soon()
     return 0
 
 
@@ -213,7 +224,6 @@ _SVC = {
 }
 
 
-@command("svc")
 def _svc(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if len(args) >= 2 and args[0] in _SVC and args[1] in ("enable", "disable"):
         ns, key = _SVC[args[0]]
@@ -230,7 +240,6 @@ def _svc(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-@command("cmd")
 def _cmd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     phone = sh.phone
     if not args:
@@ -281,7 +290,12 @@ def _cmd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
             phone.prerender_soon()
         io.out(f"Night mode: {names.get(phone.get_setting('secure', 'ui_night_mode') or '1', 'no')}\n")
         return 0
-    elif svc == "statusbar" and rest[:1] in (["collapse"], ["expand-notifications"]):
+    elif svc == "statusbar" and rest[:1] in (["collapse"], ["expand-notifications"], ["expand-settings"]):
+        phone.set_shade(rest[0] != "collapse")  # the notifications shade shows the quick settings too
+        phone.prerender_soon()
         return 0
     io.err(f"Unknown command: {' '.join(args)}\n")
     return 255
+
+
+COMMANDS = command_table(_input, _screencap, _uiautomator, _settings, _svc, _cmd)

@@ -12,7 +12,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from agent_eval.errors import ConfigError
+from agent_eval.virtual_device.errors import PhoneConfigError
 
 APPS_DIR = Path(__file__).parent / "apps"
 
@@ -103,9 +103,15 @@ class App(_Strict):
     home: bool = False
     screens: dict[str, Screen]
     defaults: dict[Namespace, dict[str, str]] = {}
+    # <activity-alias> name → its targetActivity (`.Settings` → `.homepage.SettingsHomepageActivity`).
+    aliases: dict[str, str] = {}
 
     @model_validator(mode="after")
     def _check_links(self) -> App:
+        screen_classes = {s.activity for s in self.screens.values()}
+        for alias, target in self.aliases.items():
+            if target not in screen_classes:
+                raise ValueError(f"alias {alias!r} targets {target!r}, which is no screen's activity")
         if self.launch_screen not in self.screens:
             raise ValueError(f"launch_screen {self.launch_screen!r} is not a screen of {self.package}")
         for sid, screen in self.screens.items():
@@ -125,11 +131,22 @@ class App(_Strict):
         return self.package + act if act.startswith(".") else act
 
     def short_component(self, screen_id: str) -> str:
-        """The component as Android prints it, e.g. com.android.settings/.Settings."""
-        cls = self.activity_class(screen_id)
-        if cls.startswith(self.package + "."):
-            return f"{self.package}/{cls[len(self.package) :]}"
-        return f"{self.package}/{cls}"
+        """The component as Android prints it, e.g. com.android.settings/.homepage.SettingsHomepageActivity"""
+        return short_name(self.package, self.activity_class(screen_id))
+
+    def launch_component(self, screen_id: str) -> str:
+        """The full component a task started at this screen was launched by: an alias of it, if any."""
+        act = self.screens[screen_id].activity
+        alias = next((a for a, target in self.aliases.items() if target == act), act)
+        return f"{self.package}/{self.package + alias if alias.startswith('.') else alias}"
+
+
+def short_name(package: str, cls: str) -> str:
+    """ComponentName.flattenToShortString: `pkg/.Cls` when the class is inside the package."""
+    full = package + cls if cls.startswith(".") else cls
+    if full.startswith(package + "."):
+        return f"{package}/{full[len(package) :]}"
+    return f"{package}/{full}"
 
 
 class Catalog:
@@ -139,7 +156,7 @@ class Catalog:
         self.apps: dict[str, App] = {a.package: a for a in apps}
         homes = [a for a in apps if a.home]
         if len(homes) != 1:
-            raise ConfigError(f"exactly one app must have `home: true`, found {len(homes)}")
+            raise PhoneConfigError(f"exactly one app must have `home: true`, found {len(homes)}")
         self.home: App = homes[0]
         self._by_class: dict[tuple[str, str], str] = {}
         self._by_action: dict[str, tuple[str, str]] = {}
@@ -148,9 +165,14 @@ class Catalog:
                 self._by_class[(app.package, app.activity_class(sid))] = sid
                 for action in screen.actions:
                     self._by_action.setdefault(action, (app.package, sid))
+            for alias, target in app.aliases.items():
+                sid = self._by_class[
+                    (app.package, app.package + target if target.startswith(".") else target)
+                ]
+                self._by_class[(app.package, app.package + alias if alias.startswith(".") else alias)] = sid
 
     def find_component(self, package: str, cls: str) -> str | None:
-        """Screen id for `package/cls` (cls may be short, `.Settings`), or None."""
+        """Screen id for `package/cls` (cls may be short, `.Settings`; an alias finds its target), or None."""
         full = package + cls if cls.startswith(".") else cls
         return self._by_class.get((package, full))
 
@@ -170,7 +192,7 @@ def load_app(path: Path) -> App:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         return App.model_validate(data)
     except (OSError, yaml.YAMLError, ValidationError) as e:
-        raise ConfigError(f"app file {path} is invalid; fix it: {e}") from e
+        raise PhoneConfigError(f"app file {path} is invalid; fix it: {e}") from e
 
 
 @cache

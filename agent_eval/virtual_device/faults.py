@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent_eval.errors import ConfigError
+from agent_eval.virtual_device.errors import PhoneConfigError
 
 
 class FaultConfig(BaseModel):
@@ -41,7 +41,7 @@ def load_fault_configs(path: Path) -> list[FaultConfig]:
         items = data if isinstance(data, list) else [data or {}]
         return [FaultConfig.model_validate(item) for item in items]
     except (OSError, yaml.YAMLError, ValidationError) as e:
-        raise ConfigError(f"fault file {path} is invalid; fix it: {e}") from e
+        raise PhoneConfigError(f"fault file {path} is invalid; fix it: {e}") from e
 
 
 class FaultLog:

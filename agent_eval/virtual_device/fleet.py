@@ -11,33 +11,27 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 import adbutils
 
-from agent_eval.errors import DeviceError
-from agent_eval.virtual_device.device import adb_server_port
+from agent_eval.virtual_device.errors import PhoneStartError
 from agent_eval.virtual_device.faults import FaultConfig
+from agent_eval.virtual_device.listener import adb_server_port
 from agent_eval.virtual_device.serve import faults_per_phone
 
 
+@dataclass(eq=False)  # compared and hashed by identity, as one running fleet
 class Fleet:
     """Phones running in a child process; `serials` are online in the adb server. Stop it (or use `with`)."""
 
-    def __init__(
-        self,
-        process: subprocess.Popen[bytes],
-        serials: list[str],
-        base_port: int,
-        log_path: Path | None,
-        scratch: Path | None = None,
-    ) -> None:
-        self.process = process
-        self.serials = serials
-        self.base_port = base_port
-        self.log_path = log_path
-        self._scratch = scratch  # a temp dir we made for the log: removed on stop
+    process: subprocess.Popen[bytes]
+    serials: list[str]
+    base_port: int
+    log_path: Path | None
+    scratch: Path | None = None  # a temp dir we made for the log: removed on stop
 
     @property
     def adb_ports(self) -> list[int]:
@@ -58,9 +52,9 @@ class Fleet:
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
     def __enter__(self) -> Fleet:
         return self
@@ -133,7 +127,7 @@ def start_fleet(
                 break
             serials.append(line)
         else:
-            raise DeviceError(f"the phone process exited before it was ready: {_tail(log_path)}")
+            raise PhoneStartError(f"the phone process exited before it was ready: {_tail(log_path)}")
         fleet.serials = serials
         _wait_online(serials, timeout, fleet)
     except BaseException:
@@ -160,10 +154,12 @@ def _wait_online(serials: list[str], timeout: float, fleet: Fleet) -> None:
     states: dict[str, str] = {}
     while time.monotonic() < deadline:
         if not fleet.alive():
-            raise DeviceError(f"the phone process died: {_tail(fleet.log_path) if fleet.log_path else ''}")
+            raise PhoneStartError(
+                f"the phone process died: {_tail(fleet.log_path) if fleet.log_path else ''}"
+            )
         with contextlib.suppress(adbutils.AdbError, OSError):
             states = {d.serial: d.state for d in client.list()}
             if all(states.get(s) == "device" for s in serials):
                 return
         time.sleep(0.1)
-    raise DeviceError(f"phones not online in the adb server after {timeout:.0f} s: {states}")
+    raise PhoneStartError(f"phones not online in the adb server after {timeout:.0f} s: {states}")

@@ -15,6 +15,7 @@ from agent_eval.virtual_device.keys import KEY_CHARS, KEYCODES
 from agent_eval.virtual_device.layout import layout
 from agent_eval.virtual_device.png import PngEncoder
 from agent_eval.virtual_device.render import render
+from agent_eval.virtual_device.shade import TILES, panel_rect, toggle
 from agent_eval.virtual_device.state import Dialog, Frame, PhoneState
 from agent_eval.virtual_device.storage import Storage
 from agent_eval.virtual_device.uiautomator import dump_xml
@@ -43,9 +44,9 @@ class Phone:
         self.default_size = size
         self.state = PhoneState.fresh(self.catalog, size)
         self.faults = faults or FaultInjector(serial)
-        self.storage = Storage(self)
         self.snapshots: dict[str, Snapshot] = {}
         self.lock = threading.RLock()
+        self.storage = Storage(lambda: self.state, self.lock)
         self.version = 0  # bumped on every change; keys the frame cache
         self._tick = 0
         self._render_lock = threading.Lock()
@@ -59,6 +60,12 @@ class Phone:
     def changed(self) -> None:
         with self.lock:
             self.version += 1
+            ids = self.state.task_ids
+            if ids.keys() != self.state.tasks.keys():
+                for gone in [p for p in ids if p not in self.state.tasks]:
+                    del ids[gone]
+                for package in self.state.tasks:
+                    self.state.task_id(package)
 
     def current_layout(self) -> Layout:
         with self.lock:
@@ -118,9 +125,27 @@ class Phone:
         with self.lock:
             return self.state.get(ns, key)
 
-    def put_setting(self, ns: str, key: str, value: str) -> None:
+    def put_setting(self, ns: str, key: str, value: str, untrusted: bool = False) -> None:
         with self.lock:
-            self.state.put(ns, key, value)
+            self.state.put(ns, key, value, untrusted)
+            self.changed()
+
+    def reset_settings(self, ns: str, mode: str) -> None:
+        """`settings reset NS MODE`: back to the defaults what the shell set (untrusted_*), or everything."""
+        with self.lock:
+            defaults = self.catalog.defaults().get(ns, {})
+            table = self.state.settings.setdefault(ns, {})
+            keys = (
+                list(table)
+                if mode == "trusted_defaults"
+                else [u.split("/", 1)[1] for u in sorted(self.state.untrusted) if u.startswith(ns + "/")]
+            )
+            for key in keys:
+                if key in defaults:
+                    self.state.put(ns, key, defaults[key])
+                else:
+                    table.pop(key, None)
+                self.state.untrusted.discard(f"{ns}/{key}")
             self.changed()
 
     def delete_setting(self, ns: str, key: str) -> bool:
@@ -131,6 +156,7 @@ class Phone:
 
     # ---- navigation -----------------------------------------------------------------------------------
     def _close_transient(self) -> None:
+        self.state.shade_open = False
         self.state.dialog = None
         self.state.keyboard_shown = False
         self.state.shift = False
@@ -139,8 +165,30 @@ class Phone:
         stack = self.state.tasks.pop(package)
         self.state.tasks[package] = stack
 
+    def _end_task(self, package: str) -> None:
+        del self.state.tasks[package]
+        task = self.state.task_ids.pop(package, None)
+        if task is not None and task == self.state.locked_task:
+            self.state.locked_task = None
+
+    def _pinned(self) -> bool:
+        """The foreground task is locked (`am task lock`): Home and Back do not leave it."""
+        st = self.state
+        return st.locked_task is not None and st.task_ids.get(st.foreground) == st.locked_task
+
+    def set_shade(self, open_: bool) -> None:
+        with self.lock:
+            if open_:
+                self.state.keyboard_shown = False
+            self.state.shade_open = open_
+            self.changed()
+
     def go_home(self) -> None:
         with self.lock:
+            if self._pinned():
+                self.state.shade_open = False
+                self.changed()
+                return
             self._close_transient()
             self._to_front(self.catalog.home.package)
             self.changed()
@@ -176,11 +224,23 @@ class Phone:
                 self.state.tasks[package] = [Frame(screen)]
             self.changed()
 
+    def lock_task(self, task_id: int | None) -> bool:
+        """`am task lock N` brings task N to the front and pins it; None (`stop`) unpins. True: now locked."""
+        with self.lock:
+            st = self.state
+            pkg = next((p for p, t in st.task_ids.items() if t == task_id and p in st.tasks), None)
+            st.locked_task = task_id if pkg is not None else None
+            if pkg is not None:
+                self._close_transient()
+                self._to_front(pkg)
+            self.changed()
+            return st.locked_task is not None
+
     def force_stop(self, package: str) -> None:
         with self.lock:
             if package in self.state.tasks and package != self.catalog.home.package:
                 was_front = self.state.foreground == package
-                del self.state.tasks[package]
+                self._end_task(package)
                 if was_front:
                     self._close_transient()
                     self._to_front(self.catalog.home.package)
@@ -189,7 +249,9 @@ class Phone:
     def back(self) -> None:
         with self.lock:
             st = self.state
-            if st.keyboard_shown:
+            if st.shade_open:
+                st.shade_open = False
+            elif st.keyboard_shown:
                 st.keyboard_shown = False
             elif st.dialog is not None:
                 st.dialog = None
@@ -200,8 +262,10 @@ class Phone:
                 stack = st.tasks[pkg]
                 if len(stack) > 1:
                     stack.pop()
+                elif self._pinned():
+                    return
                 else:
-                    del st.tasks[pkg]
+                    self._end_task(pkg)
                     self._to_front(self.catalog.home.package)
             self.changed()
 
@@ -214,6 +278,9 @@ class Phone:
         with self.lock:
             lay = self.current_layout()
             st = self.state
+            if lay.shade is not None:
+                self._tap_shade(lay.shade, x, y)
+                return
             if lay.keyboard:
                 kb = Metrics(st).keyboard_rect()
                 if kb[1] <= y < kb[3]:
@@ -231,6 +298,15 @@ class Phone:
                 target = hit(lay.window, x, y)
             if target is not None and target.tap is not None:
                 self._apply(target.tap, target, x)
+
+    def _tap_shade(self, shade: View, x: int, y: int) -> None:
+        """A tap on the shade toggles the tile under it; a tap below the panel closes the shade."""
+        target = hit(shade, x, y)
+        if target is not None and target.tap is not None and target.tap.kind == "tile":
+            toggle(TILES[int(target.tap.arg)], self.state)
+        elif not contains(shade.bounds, x, y):
+            self.state.shade_open = False
+        self.changed()
 
     def _apply(self, tap: Tap, view: View, x: int) -> None:
         st = self.state
@@ -336,6 +412,21 @@ class Phone:
                 self.tap(x1, y1)
                 return
             lay = self.current_layout()
+            m = Metrics(self.state)
+            down = y2 - y1 >= m.dp(48) and abs(y2 - y1) > abs(x2 - x1)
+            on_home = self.state.foreground == self.catalog.home.package and lay.dialog is None
+            if down and (y1 <= m.status_h or on_home):
+                # A pull from the top edge opens the quick settings; so does a swipe down on the home screen
+                # (the Pixel launcher's "swipe down for notifications").
+                self.state.shade_open = True
+                self.state.keyboard_shown = False
+                self.changed()
+                return
+            if lay.shade is not None:
+                if y1 - y2 >= m.dp(48) and y1 <= panel_rect(m)[3]:
+                    self.state.shade_open = False
+                    self.changed()
+                return
             if lay.dialog is not None or lay.keyboard:
                 return
             start = hit(lay.window, x1, y1)

@@ -52,6 +52,24 @@ def glyphs(text: str, px: int, anchor: str) -> tuple[Image.Image, int, int]:
     return mask, left, top
 
 
+CHROME_PAINTS = frozenset(
+    (
+        "window",
+        "wallpaper",
+        "app_icon",
+        "big_title",
+        "search",
+        "search_text",
+        "app_bar",
+        "up_arrow",
+        "bar_title",
+    )
+)
+ROW_PAINTS = frozenset(("header", "icon", "title", "summary", "switch", "seekbar", "progress"))
+DIALOG_PAINTS = frozenset(("dialog", "dialog_title", "radio", "edit", "search_field", "button"))
+SHADE_PAINTS = frozenset(("shade", "tile", "tile_label", "tile_state"))
+
+
 def _center(r: tuple[int, int, int, int]) -> tuple[int, int]:
     return (r[0] + r[2]) // 2, (r[1] + r[3]) // 2
 
@@ -59,7 +77,7 @@ def _center(r: tuple[int, int, int, int]) -> tuple[int, int]:
 class Painter:
     def __init__(self, state: PhoneState) -> None:
         self.m = Metrics(state)
-        self.p = DARK if state.get("secure", "ui_night_mode") == "2" else LIGHT
+        self.p = DARK if state.shown("secure", "ui_night_mode") == "2" else LIGHT
         self.state = state
         self.img = Image.new("RGB", (state.width, state.height), self.p.bg)
         self.d = ImageDraw.Draw(self.img)
@@ -80,9 +98,21 @@ class Painter:
             self.write((x0, (y0 + y1) // 2), v.text, size, fill, "lm")
 
     def view(self, v: View) -> None:
-        p, d, dp = self.p, self.d, self.m.dp
-        r = v.rect
         k = v.paint
+        if k in CHROME_PAINTS:
+            self._chrome(v, k)
+        elif k in ROW_PAINTS:
+            self._row_part(v, k)
+        elif k in DIALOG_PAINTS:
+            self._dialog_part(v, k)
+        elif k in SHADE_PAINTS:
+            self.shade_part(v)
+        for c in v.children:
+            self.view(c)
+
+    def _chrome(self, v: View, k: str) -> None:
+        """Window, launcher and app-bar paints."""
+        p, d, dp, r = self.p, self.d, self.m.dp, v.rect
         if k == "window":
             d.rectangle(r, fill=p.bg)
         elif k == "wallpaper":
@@ -114,7 +144,11 @@ class Painter:
             d.line((cx - dp(8), cy, cx, cy + dp(8)), fill=p.text, width=w)
         elif k == "bar_title":
             self.text(v, 22, p.text)
-        elif k == "header":
+
+    def _row_part(self, v: View, k: str) -> None:
+        """Paints inside list rows."""
+        p, d, dp, r = self.p, self.d, self.m.dp, v.rect
+        if k == "header":
             self.text(v, 14, p.accent)
         elif k == "icon":
             d.ellipse(r, fill=v.color or p.subtext)
@@ -137,7 +171,11 @@ class Painter:
             x = r[0] + round(v.value * w)
             d.rectangle(r, fill=p.track_off)
             d.rectangle((x, r[1], min(r[2], x + w // 4), r[3]), fill=p.accent)
-        elif k == "dialog":
+
+    def _dialog_part(self, v: View, k: str) -> None:
+        """Dialog, field and button paints."""
+        p, d, dp, r = self.p, self.d, self.m.dp, v.rect
+        if k == "dialog":
             d.rounded_rectangle(r, radius=dp(28), fill=p.surface)
         elif k == "dialog_title":
             self.text(v, 22, p.text)
@@ -175,8 +213,6 @@ class Painter:
                 )
         elif k == "button":
             self.text(v, 15, p.accent, anchor="mm")
-        for c in v.children:
-            self.view(c)
 
     def switch(self, v: View) -> None:
         p, d, dp = self.p, self.d, self.m.dp
@@ -189,12 +225,29 @@ class Painter:
             d.rounded_rectangle(r, radius=h // 2, fill=p.surface, outline=p.subtext, width=dp(2))
             d.ellipse((r[0] + dp(8), r[1] + dp(8), r[0] + h - dp(8), r[3] - dp(8)), fill=p.subtext)
 
-    def status_bar(self, rect: tuple[int, int, int, int]) -> None:
+    def shade_part(self, v: View) -> None:
+        """The shade's panel and its tiles: a filled rounded tile when on, an outlined one when off."""
+        p, d, dp, r = self.p, self.d, self.m.dp, v.rect
+        if v.paint == "shade":
+            d.rounded_rectangle(r, radius=dp(28), fill=p.surface)
+            cx = (r[0] + r[2]) // 2
+            d.rounded_rectangle(
+                (cx - dp(18), r[3] - dp(16), cx + dp(18), r[3] - dp(12)), dp(2), fill=p.subtext
+            )
+        elif v.paint == "tile":
+            d.rounded_rectangle(r, radius=dp(20), fill=p.accent if v.checked else p.bg)
+            cy = (r[1] + r[3]) // 2
+            icon_fill = p.on_accent if v.checked else p.subtext
+            d.ellipse((r[0] + dp(16), cy - dp(12), r[0] + dp(40), cy + dp(12)), fill=icon_fill)
+        else:
+            fg = p.on_accent if v.checked else (p.text if v.paint == "tile_label" else p.subtext)
+            self.write((r[0], (r[1] + r[3]) // 2), v.text, 15 if v.paint == "tile_label" else 13, fg, "lm")
+
+    def status_bar(self, rect: tuple[int, int, int, int], shade: bool = False) -> None:
         p, d, dp, st = self.p, self.d, self.m.dp, self.state
-        d.rectangle(
-            rect, fill=p.bg if st.foreground != "com.google.android.apps.nexuslauncher" else "#3d5a80"
-        )
-        fg = p.text if st.foreground != "com.google.android.apps.nexuslauncher" else "#ffffff"
+        home = st.foreground == "com.google.android.apps.nexuslauncher" and not shade
+        d.rectangle(rect, fill=p.surface if shade else "#3d5a80" if home else p.bg)
+        fg = "#ffffff" if home else p.text
         cy = (rect[1] + rect[3]) // 2
         self.write((dp(24), cy), "12:00", 15, fg, "lm")
         x = rect[2] - dp(24)
@@ -249,4 +302,9 @@ def render(layout: Layout, state: PhoneState) -> Image.Image:
         pt.view(layout.dialog)
     if layout.keyboard:
         pt.keyboard(layout)
+    if layout.shade is not None:
+        pt.img = Image.blend(pt.img, Image.new("RGB", pt.img.size, "#000000"), 0.5)
+        pt.d = ImageDraw.Draw(pt.img)
+        pt.view(layout.shade)
+        pt.status_bar(layout.status_bar, shade=True)
     return pt.img

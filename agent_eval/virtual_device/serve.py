@@ -20,9 +20,9 @@ from pathlib import Path
 
 import adbutils
 
-from agent_eval.errors import DeviceError
-from agent_eval.virtual_device.device import VirtualDevice, adb_server_port, announce
+from agent_eval.virtual_device.errors import PhoneStartError
 from agent_eval.virtual_device.faults import FaultConfig, FaultLog
+from agent_eval.virtual_device.listener import VirtualDevice, adb_server_port, announce
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def ensure_adb_server() -> None:
     try:
         subprocess.run([adb, "start-server"], check=True, capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as e:
-        raise DeviceError(
+        raise PhoneStartError(
             f"cannot start the adb server with {adb}: {e}; start it with `adb start-server`"
         ) from e
 
@@ -55,7 +55,7 @@ def faults_per_phone(faults: FaultConfig | list[FaultConfig] | None, count: int)
     if len(faults) == 1:
         return [faults[0].model_copy() for _ in range(count)]
     if len(faults) != count:
-        raise DeviceError(f"{len(faults)} fault configs for {count} phones: give one, or one per phone")
+        raise PhoneStartError(f"{len(faults)} fault configs for {count} phones: give one, or one per phone")
     return list(faults)
 
 
@@ -71,7 +71,9 @@ async def run_fleet(
 ) -> None:
     """Runs `count` phones on port pairs from `base_port` until `stop` is set or every phone was killed."""
     if base_port % 2:
-        raise DeviceError(f"--base-port {base_port} must be even (console port; adb uses the odd port above)")
+        raise PhoneStartError(
+            f"--base-port {base_port} must be even (console port; adb uses the odd port above)"
+        )
     ensure_adb_server()
     executor = ThreadPoolExecutor(max_workers=max(4, 2 * count), thread_name_prefix="phone")
     flog = FaultLog(fault_log)

@@ -11,7 +11,7 @@ import struct
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Executor
 
-from agent_eval.virtual_device import android, builtins, system_commands  # noqa: F401  (register commands)
+from agent_eval.virtual_device.commands import command_table
 from agent_eval.virtual_device.phone import Phone
 from agent_eval.virtual_device.shell import Output, Shell, program_names
 from agent_eval.virtual_device.storage import PhoneError
@@ -35,6 +35,7 @@ class Services:
         self.phone = phone
         self.executor = executor
         self.on_drop = on_drop
+        self.commands = command_table()
 
     def resolve(self, service: str) -> Service | None:
         if service.startswith("shell"):
@@ -68,7 +69,7 @@ class Services:
         delay = faults.latency_for(program_names(line), line)
         if delay:
             await asyncio.sleep(delay)
-        shell = Shell(self.phone)
+        shell = Shell(self.phone, self.commands)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, shell.run, line)
 
@@ -100,7 +101,7 @@ class Services:
 
     async def _interactive(self, stream: Stream, v2: bool, pty: bool) -> None:
         """`adb shell` with no command, line by line; a pty echoes, prompts and ends lines with CRLF."""
-        shell = Shell(self.phone)
+        shell = Shell(self.phone, self.commands)
         loop = asyncio.get_running_loop()
 
         async def emit(fd: int, data: bytes) -> None:
@@ -155,7 +156,6 @@ class Services:
 
     async def _sync(self, stream: Stream, _service: str) -> None:
         reader = _Reader(stream)
-        phone = self.phone
         while True:
             try:
                 head = await reader.exactly(8)
@@ -171,59 +171,70 @@ class Services:
             if ident == b"STAT":
                 await stream.write(b"STAT" + struct.pack("<3I", *self._stat(arg)))
             elif ident == b"LIST":
-                out = bytearray()
-                if phone.storage.is_dir(arg):
-                    for name in [".", "..", *phone.storage.listdir(arg)]:
-                        mode, size, mtime = (
-                            self._stat(posixpath.join(arg, name))
-                            if name not in (".", "..")
-                            else (DIR_MODE, 4096, MTIME)
-                        )
-                        out += (
-                            b"DENT"
-                            + struct.pack("<4I", mode, size, mtime, len(name.encode()))
-                            + name.encode()
-                        )
-                out += b"DONE" + struct.pack("<4I", 0, 0, 0, 0)
-                await stream.write(bytes(out))
+                await stream.write(self._sync_list(arg))
             elif ident == b"RECV":
-                data = phone.storage.read(arg)
-                if data is None:
-                    reason = "Is a directory" if phone.storage.is_dir(arg) else "No such file or directory"
-                    await stream.write(_fail(f"open failed: {reason}"))
-                    continue
-                out = bytearray()
-                for off in range(0, len(data), SYNC_DATA_MAX):
-                    part = data[off : off + SYNC_DATA_MAX]
-                    out += b"DATA" + struct.pack("<I", len(part)) + part
-                out += b"DONE" + struct.pack("<I", 0)
-                await stream.write(bytes(out))
+                await stream.write(self._sync_recv(arg))
             elif ident == b"SEND":
-                path = arg.rsplit(",", 1)[0]
-                buf = bytearray()
-                while True:
-                    h = await reader.exactly(8)
-                    n = struct.unpack("<I", h[4:])[0]
-                    if h[:4] == b"DATA":
-                        if n > SYNC_DATA_MAX:
-                            await stream.write(_fail("data chunk too large"))
-                            return
-                        buf += await reader.exactly(n)
-                    elif h[:4] == b"DONE":
-                        break
-                    else:
-                        await stream.write(_fail(f"invalid data message {h[:4]!r}"))
-                        return
-                try:
-                    phone.storage.make_dirs(posixpath.dirname(path))
-                    phone.storage.write(path, bytes(buf))
-                except PhoneError as e:
-                    await stream.write(_fail(f"couldn't create file: {e}"))
-                    continue
-                await stream.write(b"OKAY" + struct.pack("<I", 0))
+                if not await self._sync_send(reader, stream, arg):
+                    return
             else:
                 await stream.write(_fail(f"unknown sync request {ident!r}"))
                 return
+
+    def _sync_list(self, arg: str) -> bytes:
+        """LIST: a DENT per entry (with . and ..), then DONE."""
+        storage = self.phone.storage
+        out = bytearray()
+        if storage.is_dir(arg):
+            for name in [".", "..", *storage.listdir(arg)]:
+                mode, size, mtime = (
+                    self._stat(posixpath.join(arg, name))
+                    if name not in (".", "..")
+                    else (DIR_MODE, 4096, MTIME)
+                )
+                out += b"DENT" + struct.pack("<4I", mode, size, mtime, len(name.encode())) + name.encode()
+        out += b"DONE" + struct.pack("<4I", 0, 0, 0, 0)
+        return bytes(out)
+
+    def _sync_recv(self, arg: str) -> bytes:
+        """RECV: the file in DATA chunks then DONE, or FAIL."""
+        storage = self.phone.storage
+        data = storage.read(arg)
+        if data is None:
+            reason = "Is a directory" if storage.is_dir(arg) else "No such file or directory"
+            return _fail(f"open failed: {reason}")
+        out = bytearray()
+        for off in range(0, len(data), SYNC_DATA_MAX):
+            part = data[off : off + SYNC_DATA_MAX]
+            out += b"DATA" + struct.pack("<I", len(part)) + part
+        out += b"DONE" + struct.pack("<I", 0)
+        return bytes(out)
+
+    async def _sync_send(self, reader: _Reader, stream: Stream, arg: str) -> bool:
+        """SEND "path,mode": DATA chunks until DONE, then OKAY or FAIL. False: the sync session ends."""
+        path = arg.rsplit(",", 1)[0]
+        buf = bytearray()
+        while True:
+            h = await reader.exactly(8)
+            n = struct.unpack("<I", h[4:])[0]
+            if h[:4] == b"DATA":
+                if n > SYNC_DATA_MAX:
+                    await stream.write(_fail("data chunk too large"))
+                    return False
+                buf += await reader.exactly(n)
+            elif h[:4] == b"DONE":
+                break
+            else:
+                await stream.write(_fail(f"invalid data message {h[:4]!r}"))
+                return False
+        try:
+            self.phone.storage.make_dirs(posixpath.dirname(path))
+            self.phone.storage.write(path, bytes(buf))
+        except PhoneError as e:
+            await stream.write(_fail(f"couldn't create file: {e}"))
+            return True
+        await stream.write(b"OKAY" + struct.pack("<I", 0))
+        return True
 
     def _stat(self, path: str) -> tuple[int, int, int]:
         if self.phone.storage.is_dir(path):

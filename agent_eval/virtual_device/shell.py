@@ -1,11 +1,12 @@
 """The phone's small shell: parsing (`;` `&&` `||` `|` quotes `$?` redirections) and the POSIX-ish builtins.
 
-Android's own commands (input, settings, am, ...) live in android.py and register into COMMANDS.
+Commands are a table given to each Shell (commands.py puts it together from the command modules).
 """
 
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -35,17 +36,23 @@ class Output:
         return b"".join(d for fd, d in self.chunks if fd == 2)
 
 
-Command = Callable[["Shell", list[str], bytes, Output], int]
-COMMANDS: dict[str, Command] = {}
+Command = Callable[["Shell", list[str], bytes, Output], int]  # (shell, args, stdin, output) -> exit code
 
 
-def command(*names: str) -> Callable[[Command], Command]:
-    def deco(fn: Command) -> Command:
-        for n in names:
-            COMMANDS[n] = fn
-        return fn
+def command_table(*commands: Command, **aliases: Command) -> dict[str, Command]:
+    """A module's commands, each named by its function (`_grep` → `grep`), plus other names for some."""
+    return {fn.__name__.lstrip("_"): fn for fn in commands} | aliases
 
-    return deco
+
+def exception(io: Output, cmd: str, exc: str, msg: str) -> int:
+    """How a Java shell command reports an exception (ShellCommand.exec): two lines on stderr, exit 255."""
+    io.err(f"Exception occurred while executing '{cmd}':\n{exc}: {msg}\n")
+    return 255
+
+
+def object_hash(s: str) -> str:
+    """A stable 7-hex-digit identity hash, as Android prints for objects (`Window{4f3c1a2 ...}`)."""
+    return format(zlib.crc32(s.encode()) & 0xFFFFFFF, "07x")
 
 
 class ShellExit(Exception):
@@ -79,104 +86,120 @@ class ParseError(Exception):
     pass
 
 
-def _lex(line: str) -> list[tuple[str, object]]:
-    toks: list[tuple[str, object]] = []
-    i, n = 0, len(line)
-    word: Word = []
-    lit: list[str] = []
-    in_word = False
+class _Lexer:
+    """Splits a command line into words (literal parts and $variables), operators and redirections."""
 
-    def flush_lit() -> None:
-        if lit:
-            word.append("".join(lit))
-            lit.clear()
+    def __init__(self, line: str) -> None:
+        self.line, self.n = line, len(line)
+        self.toks: list[tuple[str, object]] = []
+        self.word: Word = []
+        self.lit: list[str] = []
+        self.in_word = False
 
-    def end_word() -> None:
-        nonlocal word, in_word
-        flush_lit()
-        if in_word:
-            toks.append(("word", word))
-        word = []
-        in_word = False
+    def flush_lit(self) -> None:
+        if self.lit:
+            self.word.append("".join(self.lit))
+            self.lit.clear()
 
-    def dollar(j: int) -> int:
-        # Expands $? $$ $NAME ${NAME} at run time; returns the index after it.
-        nonlocal in_word
-        if j + 1 < n and line[j + 1] in "?$#":
-            flush_lit()
-            word.append(Var(line[j + 1]))
-            in_word = True
+    def end_word(self) -> None:
+        self.flush_lit()
+        if self.in_word:
+            self.toks.append(("word", self.word))
+        self.word = []
+        self.in_word = False
+
+    def dollar(self, j: int) -> int:
+        """Expands $? $$ $NAME ${NAME} at run time; returns the index after it."""
+        line = self.line
+        self.in_word = True
+        if j + 1 < self.n and line[j + 1] in "?$#":
+            self.flush_lit()
+            self.word.append(Var(line[j + 1]))
             return j + 2
         m = re.match(r"\{(\w+)\}|(\w+)", line[j + 1 :])
         if m:
-            flush_lit()
-            word.append(Var(m.group(1) or m.group(2)))
-            in_word = True
+            self.flush_lit()
+            self.word.append(Var(m.group(1) or m.group(2)))
             return j + 1 + m.end()
-        lit.append("$")
-        in_word = True
+        self.lit.append("$")
         return j + 1
 
-    while i < n:
-        c = line[i]
-        if c in " \t":
-            end_word()
-            i += 1
-        elif c == "#" and not in_word:
-            break
-        elif c == "'":
-            j = line.find("'", i + 1)
-            if j < 0:
+    def double_quoted(self, i: int) -> int:
+        """The inside of "...", starting after the opening quote; returns the index after the closing one."""
+        line = self.line
+        self.in_word = True
+        while True:
+            if i >= self.n:
                 raise ParseError("no closing quote")
-            lit.append(line[i + 1 : j])
-            in_word = True
-            i = j + 1
-        elif c == '"':
-            i += 1
-            in_word = True
-            while True:
-                if i >= n:
+            c = line[i]
+            if c == '"':
+                return i + 1
+            if c == "\\" and i + 1 < self.n and line[i + 1] in '"\\$`':
+                self.lit.append(line[i + 1])
+                i += 2
+            elif c == "$":
+                i = self.dollar(i)
+            else:
+                self.lit.append(c)
+                i += 1
+
+    def operator(self, i: int) -> int | None:
+        """A redirection or an operator at i (ending the word before it): the index after it, or None."""
+        line = self.line
+        redir = next((r for r in _REDIRS if line.startswith(r, i)), None)
+        # "2>" only counts as a redirection when the 2 starts a word.
+        if redir is not None and redir[0].isdigit() and self.in_word:
+            redir = None
+        if redir is not None:
+            self.end_word()
+            self.toks.append(("redir", redir))
+            return i + len(redir)
+        op = next((o for o in _OPS if line.startswith(o, i)), None)
+        if op is not None:
+            self.end_word()
+            self.toks.append(("op", op))
+            return i + len(op)
+        return None
+
+    def run(self) -> list[tuple[str, object]]:
+        line, i = self.line, 0
+        while i < self.n:
+            c = line[i]
+            if c in " \t":
+                self.end_word()
+                i += 1
+            elif c == "#" and not self.in_word:
+                break
+            elif c == "'":
+                j = line.find("'", i + 1)
+                if j < 0:
                     raise ParseError("no closing quote")
-                c = line[i]
-                if c == '"':
+                self.lit.append(line[i + 1 : j])
+                self.in_word = True
+                i = j + 1
+            elif c == '"':
+                i = self.double_quoted(i + 1)
+            elif c == "\\":
+                if i + 1 < self.n:
+                    self.lit.append(line[i + 1])
+                self.in_word = True
+                i += 2
+            elif c == "$":
+                i = self.dollar(i)
+            else:
+                after = self.operator(i)
+                if after is None:
+                    self.lit.append(c)
+                    self.in_word = True
                     i += 1
-                    break
-                if c == "\\" and i + 1 < n and line[i + 1] in '"\\$`':
-                    lit.append(line[i + 1])
-                    i += 2
-                elif c == "$":
-                    i = dollar(i)
                 else:
-                    lit.append(c)
-                    i += 1
-        elif c == "\\":
-            if i + 1 < n:
-                lit.append(line[i + 1])
-            in_word = True
-            i += 2
-        elif c == "$":
-            i = dollar(i)
-        else:
-            redir = next((r for r in _REDIRS if line.startswith(r, i)), None)
-            # "2>" only counts as a redirection when the 2 starts a word.
-            if redir is not None and redir[0].isdigit() and in_word:
-                redir = None
-            if redir is not None:
-                end_word()
-                toks.append(("redir", redir))
-                i += len(redir)
-                continue
-            op = next((o for o in _OPS if line.startswith(o, i)), None)
-            if op is not None:
-                end_word()
-                toks.append(("op", op))
-                i += len(op)
-                continue
-            lit.append(c)
-            in_word = True
-            i += 1
-    end_word()
-    return toks
+                    i = after
+        self.end_word()
+        return self.toks
+
+
+def _lex(line: str) -> list[tuple[str, object]]:
+    return _Lexer(line).run()
 
 
 def parse(line: str) -> list[AndOr]:
@@ -254,8 +277,9 @@ def program_names(line: str) -> list[str]:
 
 # ---- running ---------------------------------------------------------------------------------------------
 class Shell:
-    def __init__(self, phone: Phone) -> None:
+    def __init__(self, phone: Phone, commands: dict[str, Command]) -> None:
         self.phone = phone
+        self.commands = commands
         self.last_rc = 0
         self.env = {
             "HOME": "/",
@@ -350,7 +374,7 @@ class Shell:
             self._flush_files(files, simple)
             return 0
         out = Output()
-        fn = COMMANDS.get(args[0].rsplit("/", 1)[-1] if args[0].startswith("/system/") else args[0])
+        fn = self.commands.get(args[0].rsplit("/", 1)[-1] if args[0].startswith("/system/") else args[0])
         if fn is None:
             out.err(f"{SH}: {args[0]}: inaccessible or not found\n")
             rc = 127

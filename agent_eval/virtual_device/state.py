@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_eval.virtual_device.apps import Catalog
+from agent_eval.virtual_device.linked_settings import cascade, override
 
 SDCARD = "/sdcard"
 # Directories that exist on a fresh emulator and that files may be pushed into.
@@ -65,6 +66,12 @@ class PhoneState:
     shift: bool = False
     files: dict[str, bytes] = field(default_factory=dict)
     dirs: set[str] = field(default_factory=lambda: set(DEFAULT_DIRS))
+    shade_open: bool = False  # the quick-settings shade is pulled down
+    saved: dict[str, str] = field(default_factory=dict)  # values a linked setting will restore
+    untrusted: set[str] = field(default_factory=set)  # "ns/key" last written from the shell
+    task_ids: dict[str, int] = field(default_factory=dict)  # stable task id per package
+    locked_task: int | None = None  # `am task lock N`
+    grants: set[str] = field(default_factory=set)  # "PACKAGE PERMISSION" granted with `pm grant`
 
     @classmethod
     def fresh(cls, catalog: Catalog, size: tuple[int, int] = (1080, 2400)) -> PhoneState:
@@ -87,8 +94,30 @@ class PhoneState:
     def get(self, namespace: str, key: str) -> str | None:
         return self.settings.get(namespace, {}).get(key)
 
-    def put(self, namespace: str, key: str, value: str) -> None:
-        self.settings.setdefault(namespace, {})[key] = value
+    def put(self, namespace: str, key: str, value: str, untrusted: bool = False) -> None:
+        """Writes a key and the keys linked to it; `untrusted`: written from the shell, not by the system."""
+        table = self.settings.setdefault(namespace, {})
+        old = table.get(key)
+        table[key] = value
+        if untrusted:
+            self.untrusted.add(f"{namespace}/{key}")
+        else:
+            self.untrusted.discard(f"{namespace}/{key}")
+        cascade(self.settings, self.saved, (namespace, key), old, value)
+
+    def shown(self, namespace: str, key: str) -> str | None:
+        """What the screen shows for a key: its value, or what a linked setting forces it to look like."""
+        forced = override(self.settings, (namespace, key))
+        return forced if forced is not None else self.get(namespace, key)
+
+    def forced(self, namespace: str, key: str) -> bool:
+        return override(self.settings, (namespace, key)) is not None
+
+    def task_id(self, package: str) -> int:
+        """The task id of a package's task: new ids count up from 10 and stay while the task lives."""
+        if package not in self.task_ids:
+            self.task_ids[package] = max([9, *self.task_ids.values()]) + 1
+        return self.task_ids[package]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -106,6 +135,12 @@ class PhoneState:
             "shift": self.shift,
             "files": {p: base64.b64encode(b).decode("ascii") for p, b in self.files.items()},
             "dirs": sorted(self.dirs),
+            "shade_open": self.shade_open,
+            "saved": dict(self.saved),
+            "untrusted": sorted(self.untrusted),
+            "task_ids": dict(self.task_ids),
+            "locked_task": self.locked_task,
+            "grants": sorted(self.grants),
         }
 
     @classmethod
@@ -122,4 +157,10 @@ class PhoneState:
             shift=data["shift"],
             files={p: base64.b64decode(b) for p, b in data["files"].items()},
             dirs=set(data["dirs"]),
+            shade_open=data.get("shade_open", False),
+            saved=dict(data.get("saved", {})),
+            untrusted=set(data.get("untrusted", [])),
+            task_ids=dict(data.get("task_ids", {})),
+            locked_task=data.get("locked_task"),
+            grants=set(data.get("grants", [])),
         )

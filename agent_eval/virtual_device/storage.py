@@ -6,11 +6,10 @@ Files live in the phone's state, so snapshots carry them.
 from __future__ import annotations
 
 import posixpath
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable
 
-if TYPE_CHECKING:
-    from agent_eval.virtual_device.phone import Phone
-
+from agent_eval.virtual_device.state import PhoneState
 
 WRITABLE_ROOTS = ("/sdcard", "/data/local/tmp")
 
@@ -28,58 +27,61 @@ def normpath(path: str) -> str:
 
 
 class Storage:
-    def __init__(self, phone: Phone) -> None:
-        self.phone = phone
+    """Files in the state that `state()` returns (a snapshot load replaces it), guarded by `lock`."""
+
+    def __init__(self, state: Callable[[], PhoneState], lock: threading.RLock) -> None:
+        self._state = state
+        self.lock = lock
 
     def writable(self, path: str) -> bool:
         p = normpath(path)
         return any(p == root or p.startswith(root + "/") for root in WRITABLE_ROOTS)
 
     def read(self, path: str) -> bytes | None:
-        with self.phone.lock:
-            return self.phone.state.files.get(normpath(path))
+        with self.lock:
+            return self._state().files.get(normpath(path))
 
     def write(self, path: str, data: bytes, append: bool = False) -> None:
         p = normpath(path)
         if p == "/dev/null":
             return
-        with self.phone.lock:
+        with self.lock:
             if not self.writable(p):
                 raise PhoneError(f"{p}: Read-only file system")
-            if p in self.phone.state.dirs:
+            if p in self._state().dirs:
                 raise PhoneError(f"{p}: Is a directory")
             parent = posixpath.dirname(p)
-            if parent not in self.phone.state.dirs:
+            if parent not in self._state().dirs:
                 raise PhoneError(f"{p}: No such file or directory")
-            old = self.phone.state.files.get(p, b"") if append else b""
-            self.phone.state.files[p] = old + data
+            old = self._state().files.get(p, b"") if append else b""
+            self._state().files[p] = old + data
 
     def make_dirs(self, path: str) -> None:
         p = normpath(path)
-        with self.phone.lock:
+        with self.lock:
             if not self.writable(p):
                 raise PhoneError(f"{p}: Read-only file system")
-            while p not in self.phone.state.dirs:
-                self.phone.state.dirs.add(p)
+            while p not in self._state().dirs:
+                self._state().dirs.add(p)
                 p = posixpath.dirname(p)
 
     def remove(self, path: str) -> bool:
         p = normpath(path)
-        with self.phone.lock:
-            if p in self.phone.state.files:
-                del self.phone.state.files[p]
+        with self.lock:
+            if p in self._state().files:
+                del self._state().files[p]
                 return True
             return False
 
     def is_dir(self, path: str) -> bool:
-        return normpath(path) in self.phone.state.dirs
+        return normpath(path) in self._state().dirs
 
     def listdir(self, path: str) -> list[str]:
         p = normpath(path)
-        with self.phone.lock:
+        with self.lock:
             names = {
                 posixpath.basename(f)
-                for f in (*self.phone.state.files, *self.phone.state.dirs)
+                for f in (*self._state().files, *self._state().dirs)
                 if posixpath.dirname(f) == p and f != p
             }
         return sorted(names)

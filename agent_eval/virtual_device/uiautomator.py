@@ -46,6 +46,7 @@ def _node(v: View, index: int, out: list[str]) -> None:
 def dump_xml(layout: Layout) -> str:
     """The one-line XML `uiautomator dump` writes (no trailing newline), for the window that has focus."""
     out = ["<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">"]
-    _node(layout.dialog if layout.dialog is not None else layout.window, 0, out)
+    focused = layout.shade or layout.dialog or layout.window
+    _node(focused, 0, out)
     out.append("</hierarchy>")
     return "".join(out)

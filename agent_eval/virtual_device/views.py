@@ -6,6 +6,7 @@ Rendering, the uiautomator dump and touch input all read this one tree (built by
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_eval.virtual_device.apps import Row, Screen
 from agent_eval.virtual_device.state import PhoneState
@@ -68,6 +69,7 @@ class Layout:
     nav_bar: Rect
     list_view: View | None  # the scrollable list of the app window, if any
     content_height: int  # full height of that list's content, for clamping scrolls
+    shade: View | None = None  # the quick-settings shade, over everything, when pulled down
 
 
 class Metrics:
@@ -111,7 +113,7 @@ def value_summary(row: Row, state: PhoneState) -> str:
 
 def switch_checked(row: Row, state: PhoneState) -> bool:
     assert row.bind is not None
-    v = state.get(row.bind.namespace, row.bind.key)
+    v = state.shown(row.bind.namespace, row.bind.key)
     # "0" reads as off even where off is another value (ui_night_mode 0 = auto, not dark).
     return v not in (None, row.off_value, "0")
 
@@ -123,6 +125,25 @@ def visible_rows(screen: Screen, state: PhoneState) -> list[tuple[int, Row]]:
         if cond is None or state.get(cond.namespace, cond.key) in cond.equals:
             out.append((i, row))
     return out
+
+
+def clickable(cls: str, rect: Rect, package: str, tap: Tap, **fields: Any) -> View:
+    """A view that reacts to a tap: clickable and focusable, as uiautomator reports such widgets."""
+    return View(cls=cls, bounds=rect, package=package, clickable=True, focusable=True, tap=tap, **fields)
+
+
+def edit_text(rect: Rect, package: str, text: str, resource_id: str, paint: str, focused: bool) -> View:
+    """A text field (EditText); a tap on it brings the keyboard up."""
+    return clickable(
+        "android.widget.EditText",
+        rect,
+        package,
+        Tap("field"),
+        paint=paint,
+        text=text,
+        resource_id=resource_id,
+        focused=focused,
+    )
 
 
 def contains(rect: Rect, x: int, y: int) -> bool:

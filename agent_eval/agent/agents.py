@@ -1,0 +1,64 @@
+"""The agent plug point: an agent is a policy made from a chat client, with its own prompt format and schema.
+
+Agents are registered by name; a build's `agent:` chooses one, and `default` is the prompt in `prompt.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agent_eval.agent import compact
+from agent_eval.agent.llm import LLMPolicy, PromptFormat
+from agent_eval.agent.parse import ParsedAnswer, parse_action
+from agent_eval.agent.policy import Policy
+from agent_eval.agent.prompt import action_schema, build_prompt
+from agent_eval.builds.client import ChatClient
+from agent_eval.errors import ConfigError
+from agent_eval.screen.observation import Observation
+
+DEFAULT_AGENT = "default"
+AnswerParser = Callable[[str, Observation | None], ParsedAnswer]
+
+
+class Agent(Protocol):
+    """Something that plays a build: given the build's chat client, the policy its episodes use."""
+
+    @property
+    def name(self) -> str: ...
+
+    def policy(self, client: ChatClient) -> Policy: ...
+
+
+@dataclass(frozen=True)
+class PromptAgent:
+    """An LLM agent: one chat request per step, in its prompt format, constrained by its action schema."""
+
+    name: str
+    prompt: PromptFormat
+    schema: Callable[[], dict[str, Any]]
+    parse: AnswerParser = parse_action
+
+    def policy(self, client: ChatClient) -> Policy:
+        return LLMPolicy(client, prompt_format=self.prompt, schema=self.schema(), parse=self.parse)
+
+
+_AGENTS: dict[str, Agent] = {}
+
+
+def register_agent(agent: Agent) -> None:
+    """Make `agent` choosable by its name (a later registration under the same name replaces it)."""
+    _AGENTS[agent.name] = agent
+
+
+def get_agent(name: str | None = None) -> Agent:
+    """The agent registered as `name` (None: the default agent)."""
+    try:
+        return _AGENTS[name or DEFAULT_AGENT]
+    except KeyError:
+        raise ConfigError(f"unknown agent {name!r}; known agents: {sorted(_AGENTS)}") from None
+
+
+register_agent(PromptAgent(DEFAULT_AGENT, build_prompt, action_schema))
+register_agent(PromptAgent("compact", compact.build_prompt, action_schema))  # the tuned default agent

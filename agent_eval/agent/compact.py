@@ -1,0 +1,109 @@
+"""The tuned agent's prompt: the same interface as `agent.prompt.build_prompt`, about a third of the tokens.
+
+The tuned default model was trained on exactly these prompts (`agent-eval tune collect` builds them with this
+module), so a build that serves it must be sent them byte for byte: a build picks its prompt format by name
+(`prompt_format`), and the training prompt's hash equals the evaluation prompt's for the same screen and
+history. Short instructions, one short line per element, the last few steps: the 135M model learns from
+many more examples per minute of training than with the long format.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from agent_eval.agent.policy import PastStep
+from agent_eval.agent.prompt import Prompt, elide_images, is_layout_only, prompt_hash, row_label
+from agent_eval.screen.observation import Element, Observation
+
+SYSTEM_PROMPT = (
+    "Phone agent. Reply with one JSON action: tap, long_press, type, scroll, key, open_app, done, infeasible."
+)
+
+HISTORY_LEN = 4  # steps of history shown; an LLM policy with this format is given no more than these
+MAX_ELEMENTS = 40
+MAX_LABEL_CHARS = 48
+
+_STATE_WORDS = frozenset({"ON", "OFF"})
+_SHOWN_CLASSES = frozenset({"Switch", "CheckBox", "RadioButton", "EditText", "SeekBar", "ImageButton"})
+
+
+def element_line(e: Element, observation: Observation) -> str:
+    """One element, e.g. `3 Wi-Fi switch=off`: the number, the label, and only the state that matters."""
+    kind = e.cls.rsplit(".", 1)[-1] or "View"
+    label = e.text or e.content_desc
+    if e.checkable and (not label or label.upper() in _STATE_WORDS):
+        label = row_label(e, observation) or label
+    parts = [str(e.index)]
+    if label:
+        parts.append(_clip(label))
+    elif e.resource_id:
+        parts.append("id=" + e.resource_id.rsplit("/", 1)[-1])
+    if kind in _SHOWN_CLASSES and not e.checkable:
+        parts.append(f"({kind})")
+    if e.checkable:
+        word = {"Switch": "switch", "CheckBox": "checkbox", "RadioButton": "radio"}.get(kind, "check")
+        parts.append(f"{word}={'on' if e.checked else 'off'}")
+    if e.selected:
+        parts.append("selected")
+    if e.scrollable:
+        parts.append("(scrollable)")
+    if not e.enabled:
+        parts.append("(disabled)")
+    return " ".join(parts)
+
+
+def element_lines(observation: Observation, limit: int = MAX_ELEMENTS) -> list[str]:
+    shown = [element_line(e, observation) for e in observation.elements if not is_layout_only(e)]
+    if len(shown) > limit:
+        shown = [*shown[:limit], f"(… {len(shown) - limit} more; scroll)"]
+    return shown
+
+
+def build_prompt(
+    goal: str,
+    observation: Observation,
+    *,
+    step: int,
+    max_steps: int,
+    history: Sequence[PastStep] = (),
+    with_image: bool = False,
+) -> Prompt:
+    """The chat messages for one step in the compact format (`step` and `max_steps` are not shown)."""
+    del step, max_steps  # the history says how far the episode is; the count only costs tokens
+    lines = [f"Goal: {goal}"]
+    recent = list(history)[-HISTORY_LEN:]
+    if recent:
+        lines.append("Done so far: " + "; ".join(p.summary for p in recent))
+    lines.append(f"Screen {_short_activity(observation.activity)}:")
+    lines.extend(element_lines(observation) or ["(nothing)"])
+    text = "\n".join(lines)
+    user: dict[str, Any]
+    if with_image:
+        url = "data:image/png;base64," + base64.b64encode(observation.screenshot_png).decode("ascii")
+        user = {
+            "role": "user",
+            "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": url}}],
+        }
+    else:
+        user = {"role": "user", "content": text}
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, user]
+    recorded = elide_images(messages)
+    return Prompt(messages=messages, recorded=recorded, hash=prompt_hash(recorded))
+
+
+def answer_text(action_json: dict[str, Any]) -> str:
+    """The answer the tuned model is taught for an action: compact JSON with `type` first."""
+    ordered = {"type": action_json["type"], **{k: v for k, v in action_json.items() if k != "type"}}
+    return json.dumps(ordered, ensure_ascii=False)
+
+
+def _short_activity(activity: str) -> str:
+    return activity.rsplit("/", 1)[-1].rsplit(".", 1)[-1] or "unknown"
+
+
+def _clip(text: str, limit: int = MAX_LABEL_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

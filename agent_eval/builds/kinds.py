@@ -1,0 +1,65 @@
+"""The engine plug point: an engine kind knows how to check a build, start its server and reach it.
+
+A build's `engine:` names a registered kind (`vllm-cpu`, `llama.cpp`, `endpoint` are in `engines.py`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from agent_eval.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agent_eval.builds.endpoint import Endpoint
+    from agent_eval.builds.engines import Launch
+    from agent_eval.builds.spec import Build
+
+
+class EngineKind(Protocol):
+    """One way of serving a build."""
+
+    name: str
+    starts_server: bool
+    """True: the harness starts a server process per build; False: it connects to the build's base_url."""
+    prepares_without_engine: bool
+    """True: `builds prepare` makes its weights on a host that cannot serve them (GGUF needs no server)."""
+
+    def check(self, build: Build) -> None:
+        """Raise ValueError (shown as a build-file error) when the build does not fit this engine."""
+        ...
+
+    def missing_software(self) -> str | None:
+        """Why this host cannot run the engine at all (None: it can), in words that say how to fix it."""
+        ...
+
+    def launch(self, build: Build, weights: Path, port: int) -> Launch:
+        """The server command for a build whose weights are at `weights`, listening on `port`."""
+        ...
+
+    def connect(self, build: Build) -> Endpoint:
+        """The endpoint of a build this kind does not start (only called when `starts_server` is False)."""
+        ...
+
+    def manifest_mode(self, build: Build) -> str | None:
+        """The engine mode recorded in the build manifest (None: this engine has none)."""
+        ...
+
+
+_KINDS: dict[str, EngineKind] = {}
+
+
+def register_engine_kind(kind: EngineKind) -> None:
+    """Make `kind` usable as a build's `engine:` (a later registration under the same name replaces it)."""
+    _KINDS[kind.name] = kind
+
+
+def engine_kind(name: str) -> EngineKind:
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise ConfigError(f"unknown engine {name!r}; known engines: {sorted(_KINDS)}") from None
+
+
+def engine_kinds() -> list[str]:
+    return sorted(_KINDS)

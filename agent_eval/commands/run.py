@@ -1,0 +1,126 @@
+"""`agent-eval run TASKS…|GRID`: a grid (every build served here) or, with --endpoint, one chat endpoint.
+
+The command only reads flags and hands over: the grid runs grids, `runner.endpoint_run` runs an endpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agent_eval.errors import ConfigError
+from agent_eval.grid import is_grid_file, run_from_path
+from agent_eval.runner.endpoint_run import run_endpoint
+
+
+@click.command("run")
+@click.argument("tasks", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--endpoint",
+    "endpoint_url",
+    help="OpenAI-compatible base URL, e.g. http://host:8000/v1. Default: serve the builds file's builds.",
+)
+@click.option("--model", help="Model name the endpoint serves (with --endpoint).")
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    help="Seeds 0..N-1 per task (phase 1 of a grid). Default: the grid's (5), or 1 with --endpoint.",
+)
+@click.option(
+    "--device",
+    "serials",
+    multiple=True,
+    help="adb serial (repeat for several); default: a connected device, else a virtual phone.",
+)
+@click.option("--devices", "device_count", type=click.IntRange(min=1), help="Virtual phones to start (grid).")
+@click.option("--builds-file", type=click.Path(path_type=Path), help="Default: builds/default.yaml.")
+@click.option("--builds", "build_names", help="Comma-separated subset of the builds file.")
+@click.option("--reference", help="Reference build (default: the builds file's).")
+@click.option("--margin", type=float, help="Non-inferiority margin δ (default 0.10).")
+@click.option("--side-by-side", is_flag=True, help="Serve every build at once and interleave them.")
+@click.option("--no-adaptive", is_flag=True, help="No top-up of discordant cells after phase 1.")
+@click.option("--no-bars", is_flag=True, help="Print lines only, no progress bars.")
+@click.option(
+    "--run-dir", type=click.Path(path_type=Path), help="Default: runs/<date>-<name>. Reuse to continue."
+)
+@click.option("--max-steps", type=click.IntRange(min=1), help="Override every task's step budget.")
+@click.option("--images/--no-images", default=False, show_default=True, help="Send the screenshot too.")
+@click.option("--no-structured-output", is_flag=True, help="Do not send a JSON schema with each request.")
+@click.option(
+    "--json-object", is_flag=True, help="llama.cpp style: response_format json_object with a schema."
+)
+@click.option("--build-name", default="endpoint", show_default=True, help="Name of this build in the run.")
+@click.option("--api-key", default="EMPTY", show_default=True)
+@click.option("--max-tokens", type=click.IntRange(min=1), default=96, show_default=True)
+@click.option(
+    "--timeout", "timeout_s", type=float, default=120.0, show_default=True, help="Seconds per request."
+)
+@click.option("--max-attempts", type=click.IntRange(min=1), help="Per episode (default 3).")
+@click.option("--cluster", help="Run the grid's phones and engines on this Ray cluster (host:port or auto).")
+@click.option(
+    "--phone-port",
+    type=int,
+    default=5554,
+    show_default=True,
+    help="Console port of a phone started here.",
+)
+def run_command(tasks: tuple[Path, ...], **flags: Any) -> None:
+    """Run TASK files, folders of them, or a grid file.
+
+    Without --endpoint, every build of the builds file (builds/default.yaml) is prepared if needed, served on
+    the pinned CPU engine and run on the same (task, seed) pairs; the scorecard and report follow.
+    With --endpoint, the tasks run against that one OpenAI-compatible chat endpoint.
+    """
+    if flags["endpoint_url"] is None:
+        if flags["model"] is not None:
+            raise ConfigError("--model names the model behind --endpoint; give both, or neither")
+        run_from_path(list(tasks), **_grid_overrides(flags))
+        return
+    if flags["model"] is None:
+        raise ConfigError("--endpoint needs --model: the model name that endpoint serves")
+    if any(is_grid_file(t) for t in tasks):
+        raise ConfigError("a grid file names its own builds: drop --endpoint, or pass task files instead")
+    if flags["cluster"] is not None:
+        raise ConfigError("--cluster runs grids: drop --endpoint, or run the tasks without --cluster")
+    run_endpoint(
+        tasks,
+        flags["endpoint_url"],
+        flags["model"],
+        flags["seeds"] or 1,
+        flags["serials"],
+        flags["run_dir"],
+        flags["max_steps"],
+        flags["images"],
+        flags["no_structured_output"],
+        flags["json_object"],
+        flags["build_name"],
+        flags["api_key"],
+        flags["max_tokens"],
+        flags["timeout_s"],
+        flags["max_attempts"] or 3,
+        flags["phone_port"],
+    )
+
+
+def _grid_overrides(flags: dict[str, Any]) -> dict[str, Any]:
+    """The flags as grid fields (None: keep the grid file's), see docs/grid.md."""
+    names = flags["build_names"]
+    overrides: dict[str, Any] = {
+        "seeds": flags["seeds"],
+        "devices": list(flags["serials"]) if flags["serials"] else flags["device_count"],
+        "builds_file": flags["builds_file"],
+        "builds": names.split(",") if names else None,
+        "reference": flags["reference"],
+        "margin": flags["margin"],
+        "serving": "side-by-side" if flags["side_by_side"] else None,
+        "adaptive": False if flags["no_adaptive"] else None,
+        "max_steps": flags["max_steps"],
+        "max_attempts": flags["max_attempts"],
+        "run_dir": flags["run_dir"],
+        "cluster": flags["cluster"],
+    }
+    if flags["no_bars"]:
+        overrides["bars"] = False
+    return overrides

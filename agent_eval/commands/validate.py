@@ -1,0 +1,94 @@
+"""`agent-eval validate`: plays every task's oracle on a device and prints a verdict per task instance.
+
+The checking lives in runner/validate.py; this module picks the device and prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from agent_eval.device.backend import DeviceRequest, EpisodeDevice, device_backend
+from agent_eval.runner.validate import TaskCheck, validate_tasks
+from agent_eval.task import load_tasks
+
+
+@contextlib.contextmanager
+def _device_for(serial: str | None, virtual: bool, phone_port: int) -> Iterator[EpisodeDevice]:
+    """The device to validate on: the one named, else a connected one, else a virtual phone started here."""
+    request = DeviceRequest(serials=(serial,) if serial else (), phone_port=phone_port, started_only=virtual)
+    with device_backend().devices(request, lambda text: click.echo(text, err=True)) as devices:
+        yield devices[0]
+
+
+def _row(check: TaskCheck) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in check.params.items())
+    kind = "verify" if check.verify else ""
+    mark = "ok" if check.ok else "FAIL"
+    return f"{mark:<5}{check.task_id:<28}{check.seed:>4}  {kind:<7}{check.outcome:<15}{check.steps:>5}  " + (
+        f"{check.seconds:6.1f}s  {params}"
+    )
+
+
+@click.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--device",
+    "serial",
+    help="adb serial to validate on (default: a connected device, else a virtual phone).",
+)
+@click.option(
+    "--virtual", is_flag=True, help="Always start a virtual phone, even when a device is connected."
+)
+@click.option(
+    "--phone-port",
+    default=5554,
+    show_default=True,
+    help="A virtual phone started here takes the first free console port from this one on.",
+)
+@click.option(
+    "--seeds", type=click.IntRange(min=1), help="Check seeds 0..N-1 (default: every parameter combination)."
+)
+@click.option(
+    "--snapshot", default="default_boot", show_default=True, help="Snapshot to reset to; 'none' to skip."
+)
+@click.option(
+    "--keep", type=click.Path(path_type=Path), help="Keep each oracle episode's steps and screenshots here."
+)
+def validate_command(
+    paths: tuple[Path, ...],
+    serial: str | None,
+    virtual: bool,
+    phone_port: int,
+    seeds: int | None,
+    snapshot: str,
+    keep: Path | None,
+) -> None:
+    """Play every task's oracle on a device; fail if a task starts in its goal or its oracle does not succeed.
+
+    PATHS are task files or folders (default: tasks/).
+    """
+    tasks = load_tasks(list(paths) or [Path("tasks")])
+    snap = None if snapshot.lower() == "none" else snapshot
+    failed: list[TaskCheck] = []
+    with contextlib.ExitStack() as stack:
+        work_dir = keep if keep is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        device = stack.enter_context(_device_for(serial, virtual, phone_port))
+        click.echo(f"validating {len(tasks)} task(s) on {device.serial}")
+        click.echo(f"{'':<5}{'task':<28}{'seed':>4}  {'':<7}{'outcome':<15}{'steps':>5}  {'time':>7}  params")
+        for check in validate_tasks(tasks, device, seeds=seeds, snapshot=snap, work_dir=work_dir):
+            click.echo(_row(check))
+            if not check.ok:
+                failed.append(check)
+    if failed:
+        click.echo(f"\n{len(failed)} task instance(s) failed:", err=True)
+        for check in failed:
+            click.echo(f"  {check.task_id} (seed {check.seed}): {check.problem}", err=True)
+        # click's Exit would be swallowed by the CLI's non-standalone main; the exit code must survive.
+        sys.exit(1)
+    click.echo("all tasks valid")

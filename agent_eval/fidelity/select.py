@@ -1,0 +1,31 @@
+"""Which builds a fidelity session probes: the ones asked for that can answer prompt_logprobs here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agent_eval.builds.spec import Build, BuildSet
+
+# prompt_logprobs over token ids is a vLLM API; llama.cpp's server has no equivalent.
+PROBE_ENGINES = frozenset({"vllm-cpu"})
+
+
+def probe_builds(
+    builds: BuildSet, names: tuple[str, ...], reference: str, say: Callable[[str], None] = print
+) -> list[Build]:
+    """The builds to probe: those named (all by default) that can answer prompt_logprobs on this host."""
+    from agent_eval.builds.host import unavailable_reason
+
+    chosen = [builds.get(n) for n in names] if names else list(builds.builds)
+    if reference not in {b.name for b in chosen}:
+        chosen.insert(0, builds.get(reference))
+    kept = []
+    for build in chosen:
+        why = unavailable_reason(build) if build.optional else None
+        if build.engine not in PROBE_ENGINES:
+            why = f"engine {build.engine} cannot return prompt_logprobs"
+        if why is not None and not names:
+            say(f"skipping {build.name}: {why}")
+            continue
+        kept.append(build)
+    return kept

@@ -1,0 +1,66 @@
+"""Training examples as token ids: the served chat template, loss on the answer tokens only, length-sorted
+batches under a token budget (little padding), in a seeded order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_eval.tune.dataset import Example
+
+IGNORE = -100
+
+
+@dataclass(frozen=True)
+class Encoded:
+    input_ids: list[int]
+    labels: list[int]  # IGNORE on the prompt, the ids on the answer and its end-of-turn token
+
+    @property
+    def answer_tokens(self) -> int:
+        return sum(1 for x in self.labels if x != IGNORE)
+
+
+def encode(example: Example, tokenizer: Any) -> Encoded:
+    """The prompt as the server renders it (chat template, generation prompt), then answer + <|im_end|>."""
+    prompt_text = tokenizer.apply_chat_template(example.messages, tokenize=False, add_generation_prompt=True)
+    prompt_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
+    answer_ids = tokenizer(example.answer, add_special_tokens=False)["input_ids"]
+    answer_ids = [*answer_ids, tokenizer.convert_tokens_to_ids("<|im_end|>")]
+    return Encoded(input_ids=[*prompt_ids, *answer_ids], labels=[IGNORE] * len(prompt_ids) + answer_ids)
+
+
+def make_batches(
+    items: Sequence[Encoded], *, token_budget: int, max_batch: int, seed: int
+) -> list[list[int]]:
+    """Indices of `items` grouped by similar length (each batch's padded size ≤ budget), batches shuffled."""
+    order = sorted(range(len(items)), key=lambda i: len(items[i].input_ids))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        longest = len(items[i].input_ids)  # sorted ascending: the newest item is the longest
+        if current and (len(current) + 1 > max_batch or (len(current) + 1) * longest > token_budget):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    random.Random(seed).shuffle(batches)
+    return batches
+
+
+def collate(items: Sequence[Encoded], pad_id: int) -> dict[str, Any]:
+    import torch
+
+    width = max(len(x.input_ids) for x in items)
+    ids = [x.input_ids + [pad_id] * (width - len(x.input_ids)) for x in items]
+    labels = [x.labels + [IGNORE] * (width - len(x.labels)) for x in items]
+    mask = [[1] * len(x.input_ids) + [0] * (width - len(x.input_ids)) for x in items]
+    return {
+        "input_ids": torch.tensor(ids),
+        "labels": torch.tensor(labels),
+        "attention_mask": torch.tensor(mask),
+    }

@@ -1,0 +1,235 @@
+"""`tune collect`: demonstrations played on K virtual phones through the real episode loop.
+
+Each planned episode is one task instance (every parameter value, several seeds), played clean (`oracle`) or
+with detours (`recovery`), with its goal worded one of several ways. Finished episodes are appended to
+`demonstrations.jsonl` as they end, so a stopped collection continues where it was; `dataset.jsonl` is written
+from them at the end, with `done` targets capped to their share.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import queue
+import random
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_eval.agent import compact
+from agent_eval.agent.compact import answer_text
+from agent_eval.agent.formats import step_prompt
+from agent_eval.agent.llm import PromptFormat
+from agent_eval.agent.policy import StepContext
+from agent_eval.agent.prompt import Prompt
+from agent_eval.device.backend import EpisodeDevice
+from agent_eval.records import Outcome
+from agent_eval.runner.episode import run_episode
+from agent_eval.task import Task
+from agent_eval.tune.dataset import DatasetSummary, Example, write_dataset
+from agent_eval.tune.expert import DemoPolicy, Expert
+from agent_eval.tune.wording import goal_variants
+
+EPISODES_FILE = "demonstrations.jsonl"
+HISTORY_LEN = 4
+DETOUR_RATE = 0.3
+DONE_SHARE = 0.18  # at most this share of the examples are `done` targets
+PROMPT_FORMATS: dict[str, PromptFormat] = {
+    "compact": compact.build_prompt
+}  # at most this share of the examples are `done` targets
+
+
+@dataclass(frozen=True)
+class EpisodePlan:
+    index: int
+    task_id: str
+    seed: int
+    source: str  # oracle | recovery
+    goal: str
+    rng_seed: int
+
+
+def training_tasks(tasks: Sequence[Task]) -> list[Task]:
+    return [t for t in tasks if t.split == "train" and t.oracle is not None]
+
+
+def plan_episodes(tasks: Sequence[Task], per_task: int, seed: int = 0) -> list[EpisodePlan]:
+    """Round-robin over tasks (a partial collection stays balanced); seeds cycle every parameter value."""
+    rng = random.Random(seed)
+    plans: list[EpisodePlan] = []
+    for k in range(per_task):
+        for task in sorted(tasks, key=lambda t: t.id):
+            instance = task.instantiate(k)
+            variants = goal_variants(instance.goal)
+            goal = variants[0] if rng.random() < 0.5 else rng.choice(variants)
+            source = "oracle" if k % 3 == 0 else "recovery"
+            plans.append(EpisodePlan(len(plans), task.id, k, source, goal, rng.randrange(2**31)))
+    return plans
+
+
+def demo_prompt(context: StepContext, prompt_format: str) -> Prompt:
+    """A demonstration step's prompt: what the agent of that prompt format sends for the same context."""
+    return step_prompt(context, PROMPT_FORMATS[prompt_format], history_len=HISTORY_LEN)
+
+
+def play(plan: EpisodePlan, task: Task, device: EpisodeDevice, prompt_format: str) -> dict[str, object]:
+    """One demonstration episode; returns its line for demonstrations.jsonl (examples included)."""
+    instance = dataclasses.replace(task.instantiate(plan.seed), goal=plan.goal)
+    rate = DETOUR_RATE if plan.source == "recovery" else 0.0
+    expert = Expert(instance, device, random.Random(plan.rng_seed), detour_rate=rate)
+    policy = DemoPolicy(expert)
+    with tempfile.TemporaryDirectory(prefix="tune-") as td:
+        record = run_episode(device, instance, policy, build="demo", run_id="tune", episode_dir=Path(td))
+    examples: list[Example] = []
+    detoured = False
+    for context, move in policy.moves:
+        if not move.target or move.action is None:
+            detoured = detoured or (move.action is not None)
+            continue
+        prompt = demo_prompt(context, prompt_format)
+        examples.append(
+            Example(
+                task_id=task.id,
+                seed=plan.seed,
+                episode=plan.index,
+                source=plan.source,
+                step=context.step,
+                goal=plan.goal,
+                prompt_format=prompt_format,
+                messages=prompt.recorded,
+                prompt_hash=prompt.hash,
+                answer=answer_text(move.action.model_dump(mode="json", exclude_none=True)),
+                action_type=move.action.type.value,
+                after_detour=detoured,
+            )
+        )
+    if record.outcome is not Outcome.SUCCESS:
+        # Only what came before the first detour is sure to be right.
+        examples = [ex for ex in examples if not ex.after_detour and ex.action_type != "done"]
+    return {
+        "episode": plan.index,
+        "outcome": record.outcome.value,
+        "detours": expert.detours,
+        "examples": [ex.model_dump(mode="json") for ex in examples],
+    }
+
+
+def finished_episodes(out_dir: Path) -> dict[int, dict[str, object]]:
+    path = out_dir / EPISODES_FILE
+    done: dict[int, dict[str, object]] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # a torn last line: that episode is played again
+            done[int(row["episode"])] = row
+    return done
+
+
+def run_plans(
+    plans: Sequence[EpisodePlan],
+    tasks: dict[str, Task],
+    devices: Sequence[EpisodeDevice],
+    out_dir: Path,
+    prompt_format: str,
+    on_episode: Callable[[dict[str, object]], None] | None = None,
+) -> None:
+    """Plays every plan not yet in demonstrations.jsonl, one worker thread per phone."""
+    todo: queue.Queue[EpisodePlan] = queue.Queue()
+    for plan in plans:
+        todo.put(plan)
+    lock = threading.Lock()
+    out = (out_dir / EPISODES_FILE).open("a", encoding="utf-8")
+    errors: list[BaseException] = []
+
+    def worker(device: EpisodeDevice) -> None:
+        while not errors:
+            try:
+                plan = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                row = play(plan, tasks[plan.task_id], device, prompt_format)
+                if row["outcome"] == Outcome.INFRA_ERROR.value:
+                    row = play(plan, tasks[plan.task_id], device, prompt_format)
+            except BaseException as e:  # surfaced in the main thread
+                errors.append(e)
+                return
+            with lock:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                out.flush()
+                if on_episode is not None:
+                    on_episode(row)
+
+    threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
+    with out:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
+
+
+def cap_done(examples: list[Example], share: float = DONE_SHARE) -> tuple[list[Example], int]:
+    """Drops `done` examples (a fixed pseudo-random choice, verify tasks' last) above `share` of the total."""
+    done = [ex for ex in examples if ex.action_type == "done"]
+    others = len(examples) - len(done)
+    allowed = int(share * others / (1 - share))
+    if len(done) <= allowed:
+        return examples, 0
+
+    def key(ex: Example) -> tuple[int, str]:
+        return (ex.after_detour, hashlib.sha256(ex.prompt_hash.encode()).hexdigest())
+
+    keep = {id(ex) for ex in sorted(done, key=key)[:allowed]}
+    kept = [ex for ex in examples if ex.action_type != "done" or id(ex) in keep]
+    return kept, len(examples) - len(kept)
+
+
+def assemble(out_dir: Path, plans: Sequence[EpisodePlan], seconds: float, phones: int) -> DatasetSummary:
+    rows = finished_episodes(out_dir)
+    examples = [
+        Example.model_validate(ex)
+        for plan in plans
+        if plan.index in rows
+        for ex in rows[plan.index]["examples"]  # type: ignore[attr-defined]
+    ]
+    played = sum(1 for plan in plans if plan.index in rows)
+    steps = len(examples)
+    examples, dropped = cap_done(unique(examples))
+    return write_dataset(
+        examples,
+        out_dir,
+        dropped_done=dropped,
+        collect_seconds=seconds,
+        phones=phones,
+        played_episodes=played,
+        played_steps=steps,
+    )
+
+
+def unique(examples: list[Example]) -> list[Example]:
+    """The first of each identical (prompt, answer) pair: a replayed step teaches nothing new."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for ex in examples:
+        if (ex.prompt_hash, ex.answer) not in seen:
+            seen.add((ex.prompt_hash, ex.answer))
+            out.append(ex)
+    return out
+
+
+def collect_time_so_far(out_dir: Path) -> float:
+    path = out_dir / "collect_seconds"
+    return float(path.read_text()) if path.is_file() else 0.0
+
+
+def add_collect_time(out_dir: Path, seconds: float) -> float:
+    total = collect_time_so_far(out_dir) + seconds
+    (out_dir / "collect_seconds").write_text(f"{total:.1f}\n")
+    return total

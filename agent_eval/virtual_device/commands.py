@@ -1,0 +1,25 @@
+"""The table of every command the phone's shell runs, put together explicitly from the command modules."""
+
+from __future__ import annotations
+
+from agent_eval.virtual_device import (
+    activity_manager,
+    android,
+    dumpsys,
+    package_manager,
+    posix_commands,
+    system_commands,
+)
+from agent_eval.virtual_device.shell import Command
+
+MODULES = (posix_commands, android, activity_manager, package_manager, dumpsys, system_commands)
+
+
+def command_table() -> dict[str, Command]:
+    """Program name → command; a name defined twice is a bug caught here."""
+    table: dict[str, Command] = {}
+    for module in MODULES:
+        for name, fn in module.COMMANDS.items():
+            assert name not in table, f"command {name!r} is defined twice"
+            table[name] = fn
+    return table

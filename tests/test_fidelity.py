@@ -1,0 +1,177 @@
+"""Teacher-forced fidelity without a model: metric functions against hand-computed values, a scripted
+endpoint with known log-probabilities end to end (probe files → fidelity.json), and the refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from _synthetic import SyntheticRun, write_synthetic_run
+from scripted_teacher import TeacherEndpoint
+
+from agent_eval.action import Action, ActionType
+from agent_eval.agent.prompt import SYSTEM_PROMPT
+from agent_eval.builds.endpoint import Endpoint
+from agent_eval.errors import RunStoreError
+from agent_eval.fidelity.metrics import greedy_reproduces, kl_lower_bound, mean_kl, p_done, same_action
+from agent_eval.fidelity.run import assemble, probe_build
+from agent_eval.fidelity.stats import clustered_mean, paired_difference
+from agent_eval.fidelity.steps import StepsFrom, load_source_steps
+from agent_eval.records import StepRecord
+
+LOG = math.log
+
+
+def test_kl_over_shared_tokens_and_an_other_bucket() -> None:
+    p = {1: LOG(0.6), 2: LOG(0.3)}
+    q = {1: LOG(0.5), 2: LOG(0.2), 3: LOG(0.1)}  # token 3 is unknown to p: it joins "other"
+    expected = 0.6 * LOG(0.6 / 0.5) + 0.3 * LOG(0.3 / 0.2) + 0.1 * LOG(0.1 / 0.3)
+    assert kl_lower_bound(p, q) == pytest.approx(expected, abs=1e-12)
+    assert kl_lower_bound(p, p) == pytest.approx(0.0, abs=1e-12)
+    assert mean_kl([p, p], [q, p]) == pytest.approx(expected / 2, abs=1e-12)
+    assert mean_kl([], []) is None
+
+
+def test_p_done_reads_the_action_type_position() -> None:
+    tokens = ['{"', "type", '":', ' "', "tap", '"}']
+    tops = [{0: 0.0}] * 4 + [{7: LOG(0.7), 8: LOG(0.2), 9: LOG(0.05)}, {0: 0.0}]
+    texts = [{0: "x"}] * 4 + [{7: "tap", 8: "done", 9: "d"}, {0: "x"}]
+    assert p_done(tokens, tops, texts) == pytest.approx(0.25)
+    assert p_done(["tap"], [{7: 0.0}], [{7: "tap"}]) is None
+
+
+def test_agreement_needs_the_same_type_and_target() -> None:
+    tap3 = Action(type=ActionType.TAP, element=3)
+    assert same_action(tap3, Action(type=ActionType.TAP, element=3))
+    assert not same_action(tap3, Action(type=ActionType.TAP, element=4))
+    assert not same_action(tap3, Action(type=ActionType.LONG_PRESS, element=3))
+    assert same_action(
+        Action(type=ActionType.TYPE, element=2, text="a"), Action(type=ActionType.TYPE, element=2)
+    )
+    assert not same_action(tap3, None)
+    assert greedy_reproduces([1, 1, 1]) and not greedy_reproduces([1, 2]) and not greedy_reproduces([])
+
+
+def test_clustered_interval_matches_the_hand_computation() -> None:
+    m = clustered_mean([("a", 1.0), ("a", 0.0), ("b", 1.0), ("b", 1.0)])
+    # episode sums 1 and 2 (2 steps each), mean 0.75: se = sqrt(2/1 · ((1-1.5)² + (2-1.5)²)) / 4 = 0.25
+    t = 12.706204736174698  # t(0.975, 1 df)
+    assert m.mean == pytest.approx(0.75) and m.episodes == 2 and m.steps == 4
+    assert m.low == pytest.approx(0.75 - t * 0.25) and m.high == pytest.approx(0.75 + t * 0.25)
+    d = paired_difference({("a", 1): 1.0, ("b", 1): 0.5, ("c", 1): 0.0}, {("a", 1): 0.5, ("b", 1): 0.5})
+    assert d.mean == pytest.approx(0.25) and d.steps == 2
+
+
+def _record_prompts(run_dir: Path, system: str = SYSTEM_PROMPT) -> None:
+    """Give every step of the synthetic run the prompt the agent would have sent."""
+    for path in run_dir.glob("episodes/*/*/*/steps.jsonl"):
+        records = [StepRecord.model_validate_json(line) for line in path.read_text().splitlines()]
+        for r in records:
+            r.prompt = [{"role": "system", "content": system}, {"role": "user", "content": f"Step {r.step}"}]
+        path.write_text("".join(r.model_dump_json() + "\n" for r in records))
+
+
+def test_known_logprobs_give_the_known_kl(tmp_path: Path) -> None:
+    write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16", "w8a8"), tasks=("wifi_on",), seeds=3))
+    _record_prompts(tmp_path)
+    steps, skipped = load_source_steps(tmp_path, StepsFrom.REFERENCE, "bf16")
+    assert steps and not skipped
+    reference, build = TeacherEndpoint(0.6, 0.3), TeacherEndpoint(0.5, 0.2)
+    try:
+        spans: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+        for name, server in (("bf16", reference), ("w8a8", build)):
+            probe_build(tmp_path, name, Endpoint(server.base_url, "scripted"), steps, spans, top_k=1)
+    finally:
+        reference.close()
+        build.close()
+    asked = [r for r in build.requests if r["path"] == "/v1/completions"]
+    assert asked and all(
+        r["temperature"] == 0.0 and "seed" not in r and r["prompt_logprobs"] == 1 for r in asked
+    )
+    result = assemble(
+        tmp_path, "bf16", ["bf16", "w8a8"], steps_from=StepsFrom.REFERENCE, skipped={}, requests={}, speed={}
+    )
+    per_position = 0.6 * LOG(0.6 / 0.5) + 0.3 * LOG(0.3 / 0.2) + 0.1 * LOG(0.1 / 0.3)
+    ref, other = result.builds
+    assert ref.kl.value.mean == pytest.approx(0.0, abs=1e-12)
+    assert other.kl.value.mean == pytest.approx(per_position, rel=1e-9)
+    # Every forced token is the top token of both: agreement 1 wherever the source had an action.
+    assert other.agreement.value.mean == 1.0 and other.agreement.vs_reference is not None
+    assert other.agreement.vs_reference.mean == 0.0
+    assert other.answer_logprob.value.mean is not None
+    lengths = [len(s.answer) + 1 for s in steps]  # characters + the end of turn
+    assert other.answer_logprob.value.mean == pytest.approx(LOG(0.5) * sum(lengths) / len(lengths))
+    on_disk = json.loads((tmp_path / "fidelity.json").read_text())
+    assert on_disk["builds"][1]["kl"]["value"]["mean"] == pytest.approx(per_position, rel=1e-9)
+
+
+def test_a_run_without_recorded_prompts_gets_a_clear_message(tmp_path: Path) -> None:
+    write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
+    with pytest.raises(RunStoreError, match=r"no recorded step can be replayed.*no prompt recorded"):
+        load_source_steps(tmp_path)
+
+
+def test_steps_from_an_older_prompt_version_are_refused(tmp_path: Path) -> None:
+    write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
+    _record_prompts(tmp_path, system="You are a phone agent (an old prompt).")
+    with pytest.raises(RunStoreError, match=r"older prompt version.*run the tasks again"):
+        load_source_steps(tmp_path)
+
+
+def test_an_oracle_source_without_oracle_episodes_says_so(tmp_path: Path) -> None:
+    write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
+    with pytest.raises(RunStoreError, match=r"no finished episodes.*oracle"):
+        load_source_steps(tmp_path, StepsFrom.ORACLE)
+
+
+def test_the_scorecard_and_report_carry_fidelity(tmp_path: Path) -> None:
+    from agent_eval.report.fidelity_section import fidelity_html
+    from agent_eval.report.markdown import render_markdown
+    from agent_eval.scoring.scorecard import score_run
+
+    test_known_logprobs_give_the_known_kl(tmp_path)
+    card = score_run(tmp_path)
+    assert card.fidelity is not None
+    assert [r.build for r in card.fidelity] == ["bf16", "w8a8"]
+    row = card.fidelity[1]
+    assert row.agreement_delta == 0.0 and row.verdicts["agreement"] == "NO DIFFERENCE SHOWN"
+    assert (
+        row.answer_logprob_delta is not None and row.answer_logprob_delta < 0
+    )  # log 0.5 < log 0.6 per token
+    # Where the source said done, the forced "d" is the top token: P(done) 0.5 against the reference's 0.6.
+    assert row.p_done_goal_held == pytest.approx(0.5) and row.verdicts["p_done_goal_held"] == "WORSE"
+    assert row.flagged
+    assert "Teacher-forced fidelity" in render_markdown(card)
+    page = fidelity_html(tmp_path, card.fidelity)
+    assert page.count("<svg") == 2 and "data-task=&quot;wifi_on&quot;" in page  # the viewer's cell
+
+
+def test_a_grid_probes_the_builds_it_serves_and_writes_fidelity_json(tmp_path: Path) -> None:
+
+    from agent_eval.builds.spec import Build
+    from agent_eval.fidelity.grid_hook import GridFidelity
+
+    write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16", "w8a8"), tasks=("wifi_on",), seeds=2))
+    _record_prompts(tmp_path)
+    builds = [
+        Build(
+            name=name, scheme=name, engine="vllm-cpu", model_path=f"absent-{name}", reference=name == "bf16"
+        )
+        for name in ("bf16", "w8a8")
+    ]
+    said: list[str] = []
+    hook = GridFidelity(tmp_path, builds[0], said.append)
+    servers = [TeacherEndpoint(0.6, 0.3), TeacherEndpoint(0.6, 0.3)]
+    try:
+        for build, server in zip(builds, servers, strict=True):  # one engine at a time, the reference first
+            hook.probe([build], {build.name: Endpoint(server.base_url, "s")})
+    finally:
+        for server in servers:
+            server.close()
+    hook.finish()
+    result = json.loads((tmp_path / "fidelity.json").read_text())
+    assert [b["build"] for b in result["builds"]] == ["bf16", "w8a8"]
+    assert result["builds"][1]["kl"]["value"]["mean"] == pytest.approx(0.0, abs=1e-12)  # identical engines
+    assert any("no tokenizer directory" in line for line in said)
