@@ -50,8 +50,8 @@ _register()
 def main() -> None:
     try:
         cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+    except click.exceptions.Abort:  # click turns Ctrl-C into Abort (we ask no questions: that is all it is)
+        click.echo("interrupted", err=True)
         sys.exit(130)
     except click.ClickException as e:
         e.show()

@@ -195,7 +195,8 @@ def real_engine(out: Path) -> dict[str, Any]:
     """The bf16 build on vLLM: its engine an actor on the worker (engine_host), then the same grid locally."""
     from agent_eval.builds import load_builds
 
-    bf16 = load_builds().get("bf16").model_dump(mode="json", exclude_none=True)
+    # The prepared reference as bring-your-own weights: its recipe names other builds of the default file.
+    bf16 = load_builds().get("bf16").model_dump(mode="json", exclude_none=True, exclude={"prepare"})
     (out / "builds.yaml").write_text(yaml.safe_dump({"builds": [{**bf16, "resources": {"engine_host": 1}}]}))
     base = {"tasks": ["airplane_mode_on"], "builds_file": str(out / "builds.yaml"), "seeds": 2}
     base |= {"adaptive": {"enabled": False}, "max_steps": 3, "devices": 1}
