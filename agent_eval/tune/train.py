@@ -152,7 +152,7 @@ def train(
         elapsed = time.perf_counter() - started
         tokens = int(batch["attention_mask"].sum())
         state.step, state.tokens, state.seconds = step + 1, state.tokens + tokens, state.seconds + elapsed
-        state.losses.append(round(float(loss), 5))
+        state.losses.append(round(float(loss.detach()), 5))
         bar.update(1)
         bar.set_postfix(loss=f"{float(loss):.4f}", tok_s=f"{tokens / elapsed:.0f}")
         if state.step % cfg.checkpoint_every == 0 or state.step == len(batches):
