@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_eval.agent.policy import PastStep
-from agent_eval.agent.prompt import Prompt, elide_images, is_layout_only, prompt_hash, row_label
+from agent_eval.agent.prompt import STATE_WORDS, Prompt, elide_images, numbered_lines, prompt_hash, row_label
 from agent_eval.screen.observation import Element, Observation
 
 SYSTEM_PROMPT = (
@@ -26,7 +26,6 @@ HISTORY_LEN = 4  # steps of history shown; an LLM policy with this format is giv
 MAX_ELEMENTS = 40
 MAX_LABEL_CHARS = 48
 
-_STATE_WORDS = frozenset({"ON", "OFF"})
 _SHOWN_CLASSES = frozenset({"Switch", "CheckBox", "RadioButton", "EditText", "SeekBar", "ImageButton"})
 
 
@@ -34,7 +33,7 @@ def element_line(e: Element, observation: Observation) -> str:
     """One element, e.g. `3 Wi-Fi switch=off`: the number, the label, and only the state that matters."""
     kind = e.cls.rsplit(".", 1)[-1] or "View"
     label = e.text or e.content_desc
-    if e.checkable and (not label or label.upper() in _STATE_WORDS):
+    if e.checkable and (not label or label.upper() in STATE_WORDS):
         label = row_label(e, observation) or label
     parts = [str(e.index)]
     if label:
@@ -56,10 +55,7 @@ def element_line(e: Element, observation: Observation) -> str:
 
 
 def element_lines(observation: Observation, limit: int = MAX_ELEMENTS) -> list[str]:
-    shown = [element_line(e, observation) for e in observation.elements if not is_layout_only(e)]
-    if len(shown) > limit:
-        shown = [*shown[:limit], f"(… {len(shown) - limit} more; scroll)"]
-    return shown
+    return numbered_lines(observation, limit, element_line, "scroll")
 
 
 def build_prompt(

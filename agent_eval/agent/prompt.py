@@ -9,7 +9,7 @@ import base64
 import copy
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,19 +108,19 @@ def row_label(e: Element, observation: Observation) -> str:
         if n.parent not in inside:
             break
         inside.add(n.node)
-        if n.node != e.node and n.text and n.text.upper() not in _STATE_WORDS:
+        if n.node != e.node and n.text and n.text.upper() not in STATE_WORDS:
             return n.text
     return ""
 
 
-_STATE_WORDS = frozenset({"ON", "OFF"})
+STATE_WORDS = frozenset({"ON", "OFF"})
 
 
 def element_line(e: Element, observation: Observation | None = None) -> str:
     """One element as the agent sees it, e.g. `[3] Switch "Wi-Fi" checked=false`."""
     parts = [f"[{e.index}]", e.cls.rsplit(".", 1)[-1] or "View"]
     label = e.text or e.content_desc
-    if e.checkable and observation is not None and (not label or label.upper() in _STATE_WORDS):
+    if e.checkable and observation is not None and (not label or label.upper() in STATE_WORDS):
         label = row_label(e, observation) or label
     if label:
         parts.append(json.dumps(_clip(label), ensure_ascii=False))
@@ -141,12 +141,19 @@ def element_line(e: Element, observation: Observation | None = None) -> str:
     return " ".join(parts)
 
 
+def numbered_lines(
+    observation: Observation, limit: int, line: Callable[[Element, Observation], str], more: str
+) -> list[str]:
+    """One `line` per element (layout-only nodes skipped), at most `limit`, then `(… N more; {more})`."""
+    shown = [line(e, observation) for e in observation.elements if not is_layout_only(e)]
+    if len(shown) > limit:
+        shown = [*shown[:limit], f"(… {len(shown) - limit} more; {more})"]
+    return shown
+
+
 def element_lines(observation: Observation, limit: int = MAX_ELEMENTS) -> list[str]:
     """The numbered lines for the screen's elements, layout-only nodes skipped, at most `limit` of them."""
-    shown = [element_line(e, observation) for e in observation.elements if not is_layout_only(e)]
-    if len(shown) > limit:
-        shown = [*shown[:limit], f"(… {len(shown) - limit} more; scroll to see others)"]
-    return shown
+    return numbered_lines(observation, limit, element_line, "scroll to see others")
 
 
 def action_summary(action: Action | None, observation: Observation | None = None) -> str:
@@ -237,7 +244,7 @@ def _named(index: int, observation: Observation | None) -> str:
     for e in observation.elements:
         if e.index == index:
             label = e.text or e.content_desc
-            if e.checkable and (not label or label.upper() in _STATE_WORDS):
+            if e.checkable and (not label or label.upper() in STATE_WORDS):
                 label = row_label(e, observation) or label
             if label:
                 return json.dumps(_clip(label, 40), ensure_ascii=False)
