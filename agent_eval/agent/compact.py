@@ -9,13 +9,20 @@ many more examples per minute of training than with the long format.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from agent_eval.agent.policy import PastStep
-from agent_eval.agent.prompt import STATE_WORDS, Prompt, elide_images, numbered_lines, prompt_hash, row_label
+from agent_eval.agent.prompt import (
+    STATE_WORDS,
+    Prompt,
+    chat_prompt,
+    clip,
+    numbered_lines,
+    row_label,
+    short_activity,
+)
 from agent_eval.screen.observation import Element, Observation
 
 SYSTEM_PROMPT = (
@@ -37,7 +44,7 @@ def element_line(e: Element, observation: Observation) -> str:
         label = row_label(e, observation) or label
     parts = [str(e.index)]
     if label:
-        parts.append(_clip(label))
+        parts.append(clip(label, MAX_LABEL_CHARS))
     elif e.resource_id:
         parts.append("id=" + e.resource_id.rsplit("/", 1)[-1])
     if kind in _SHOWN_CLASSES and not e.checkable:
@@ -73,33 +80,12 @@ def build_prompt(
     recent = list(history)[-HISTORY_LEN:]
     if recent:
         lines.append("Done so far: " + "; ".join(p.summary for p in recent))
-    lines.append(f"Screen {_short_activity(observation.activity)}:")
+    lines.append(f"Screen {short_activity(observation.activity)}:")
     lines.extend(element_lines(observation) or ["(nothing)"])
-    text = "\n".join(lines)
-    user: dict[str, Any]
-    if with_image:
-        url = "data:image/png;base64," + base64.b64encode(observation.screenshot_png).decode("ascii")
-        user = {
-            "role": "user",
-            "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": url}}],
-        }
-    else:
-        user = {"role": "user", "content": text}
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}, user]
-    recorded = elide_images(messages)
-    return Prompt(messages=messages, recorded=recorded, hash=prompt_hash(recorded))
+    return chat_prompt(SYSTEM_PROMPT, "\n".join(lines), observation, with_image=with_image)
 
 
 def answer_text(action_json: dict[str, Any]) -> str:
     """The answer the tuned model is taught for an action: compact JSON with `type` first."""
     ordered = {"type": action_json["type"], **{k: v for k, v in action_json.items() if k != "type"}}
     return json.dumps(ordered, ensure_ascii=False)
-
-
-def _short_activity(activity: str) -> str:
-    return activity.rsplit("/", 1)[-1].rsplit(".", 1)[-1] or "unknown"
-
-
-def _clip(text: str, limit: int = MAX_LABEL_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

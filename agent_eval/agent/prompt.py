@@ -123,9 +123,9 @@ def element_line(e: Element, observation: Observation | None = None) -> str:
     if e.checkable and observation is not None and (not label or label.upper() in STATE_WORDS):
         label = row_label(e, observation) or label
     if label:
-        parts.append(json.dumps(_clip(label), ensure_ascii=False))
+        parts.append(json.dumps(clip(label), ensure_ascii=False))
     if e.content_desc and e.text and e.content_desc != e.text and label == e.text:
-        parts.append("desc=" + json.dumps(_clip(e.content_desc), ensure_ascii=False))
+        parts.append("desc=" + json.dumps(clip(e.content_desc), ensure_ascii=False))
     if not label and e.resource_id:
         parts.append("id=" + e.resource_id.rsplit("/", 1)[-1])
     if e.checkable:
@@ -170,7 +170,7 @@ def action_summary(action: Action | None, observation: Observation | None = None
         if value:
             words.append(value)
     if action.text is not None:
-        words.append(json.dumps(_clip(action.text, 40), ensure_ascii=False))
+        words.append(json.dumps(clip(action.text, 40), ensure_ascii=False))
     return " ".join(w for w in words if w)
 
 
@@ -188,11 +188,14 @@ def build_prompt(
     if history:
         lines.append("Previous steps:")
         lines.extend(f"{p.step}. {p.summary}" for p in history)
-    lines.append(f"Step {step} of {max_steps}. Screen ({_short_activity(observation.activity)}):")
+    lines.append(f"Step {step} of {max_steps}. Screen ({short_activity(observation.activity)}):")
     lines.extend(element_lines(observation) or ["(no elements)"])
     lines.append("Your action as JSON:")
-    text = "\n".join(lines)
+    return chat_prompt(SYSTEM_PROMPT, "\n".join(lines), observation, with_image=with_image)
 
+
+def chat_prompt(system: str, text: str, observation: Observation, *, with_image: bool) -> Prompt:
+    """A system message and the step's user text (with the screenshot inline for image builds) as a Prompt."""
     user: dict[str, Any]
     if with_image:
         url = "data:image/png;base64," + base64.b64encode(observation.screenshot_png).decode("ascii")
@@ -202,7 +205,7 @@ def build_prompt(
         }
     else:
         user = {"role": "user", "content": text}
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}, user]
+    messages = [{"role": "system", "content": system}, user]
     recorded = elide_images(messages)
     return Prompt(messages=messages, recorded=recorded, hash=prompt_hash(recorded))
 
@@ -247,15 +250,15 @@ def _named(index: int, observation: Observation | None) -> str:
             if e.checkable and (not label or label.upper() in STATE_WORDS):
                 label = row_label(e, observation) or label
             if label:
-                return json.dumps(_clip(label, 40), ensure_ascii=False)
+                return json.dumps(clip(label, 40), ensure_ascii=False)
             return f"({e.cls.rsplit('.', 1)[-1] or 'View'})"
     return "(not on screen)"
 
 
-def _short_activity(activity: str) -> str:
+def short_activity(activity: str) -> str:
     return activity.rsplit("/", 1)[-1].rsplit(".", 1)[-1] or "unknown"
 
 
-def _clip(text: str, limit: int = MAX_LABEL_CHARS) -> str:
+def clip(text: str, limit: int = MAX_LABEL_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
