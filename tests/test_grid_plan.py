@@ -102,7 +102,8 @@ def test_a_grid_from_another_first_seed_plays_and_pairs_only_its_own_range() -> 
     step = top_up(targets, done, "ref", [3, 6], first_seed=100)
     assert step.grown == [("a", "wifi_on")] and step.targets[("ref", "wifi_on")] == 6
     grown = cells_for(step.targets, TASKS, BUILDS, side_by_side=False, first_seed=100)
-    assert sorted({c.seed for c in grown if c.build == "a" and c.task.id == "wifi_on"}) == list(range(100, 106))
+    mine = {c.seed for c in grown if c.build == "a" and c.task.id == "wifi_on"}
+    assert sorted(mine) == list(range(100, 106))
 
 
 def test_the_cap_ends_the_top_up_and_no_schedule_means_no_top_up() -> None:
