@@ -53,7 +53,7 @@ def tune_group(ctx: click.Context, work: Path, tasks_path: Path) -> None:
 
 
 @tune_group.command("collect")
-@click.option("--episodes-per-task", default=40, show_default=True, help="Seeds per training task.")
+@click.option("--episodes-per-task", default=64, show_default=True, help="Seeds per training task.")
 @click.option("--phones", default=2, show_default=True, help="Virtual phones played in parallel.")
 @click.option("--phone-port", default=5554, show_default=True, help="First console port to try.")
 @click.option(
@@ -104,11 +104,11 @@ def _say_dataset(s: DatasetSummary) -> None:
 @click.option(
     "--base", type=click.Path(path_type=Path), help=f"Base checkpoint (default models/{DEFAULT_BASE})."
 )
-@click.option("--epochs", default=0.7, show_default=True, help="Passes over the dataset (fractions allowed).")
+@click.option("--epochs", default=3.5, show_default=True, help="Passes over the dataset (fractions allowed).")
 @click.option("--rank", default=8, show_default=True, help="LoRA rank (8 → ~4.9 MB in bf16).")
-@click.option("--lr", "learning_rate", default=1e-3, show_default=True)
+@click.option("--lr", "learning_rate", default=1.5e-3, show_default=True)
 @click.option(
-    "--threads", default=1, show_default=True, help="torch threads (1 is faster on a busy machine)."
+    "--threads", default=2, show_default=True, help="torch threads (1 is faster on a busy machine)."
 )
 @click.option("--seed", default=0, show_default=True)
 @click.pass_context
