@@ -75,7 +75,8 @@ def run_episode(
     state is broken (its goal already holds, or a verify task's does not). InfraError never escapes: it
     becomes an infra_error record, which the caller retries.
     """
-    started = datetime.now(UTC)
+    where = str(episode_dir.relative_to(relative_to)) if relative_to else str(episode_dir)
+    played = Played(run_id, build, device.serial, manifest, attempt, where, datetime.now(UTC))
     tally = _Tally()
     error: str | None = None
     try:
@@ -83,11 +84,35 @@ def run_episode(
         outcome = classify(tally.timeline, tally.said)
     except InfraError as e:
         outcome, error = Outcome.INFRA_ERROR, str(e)
+    return _record(instance, played, tally, outcome, error)
+
+
+@dataclass(frozen=True)
+class Played:
+    """As what and where an attempt was played: what its record says whatever the outcome."""
+
+    run_id: str
+    build: str
+    device: str  # the serial
+    manifest: BuildManifest | None
+    attempt: int
+    episode_dir: str  # as recorded: relative to the run directory when that is known
+    started_at: datetime
+
+
+def infra_error_record(instance: TaskInstance, played: Played, error: str) -> EpisodeRecord:
+    """The record of an attempt of which nothing came back (its remote phone died with it)."""
+    return _record(instance, played, _Tally(), Outcome.INFRA_ERROR, error)
+
+
+def _record(
+    instance: TaskInstance, played: Played, tally: _Tally, outcome: Outcome, error: str | None
+) -> EpisodeRecord:
     timeline = tally.timeline
     first_reached = next((i for i, held in enumerate(timeline) if held), None)
     return EpisodeRecord(
-        run_id=run_id,
-        build=build,
+        run_id=played.run_id,
+        build=played.build,
         task_id=instance.id,
         task_version=instance.version,
         seed=instance.seed,
@@ -103,16 +128,16 @@ def run_episode(
         steps=tally.steps,
         invalid_actions=tally.invalid,
         max_steps=instance.max_steps,
-        device=device.serial,
-        build_manifest=manifest,
-        started_at=started,
+        device=played.device,
+        build_manifest=played.manifest,
+        started_at=played.started_at,
         finished_at=datetime.now(UTC),
         latency=tally.latency,
         prompt_tokens=tally.prompt_tokens,
         completion_tokens=tally.completion_tokens,
-        attempt=attempt,
+        attempt=played.attempt,
         error=error,
-        episode_dir=str(episode_dir.relative_to(relative_to)) if relative_to else str(episode_dir),
+        episode_dir=played.episode_dir,
     )
 
 
