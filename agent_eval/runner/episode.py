@@ -114,7 +114,7 @@ def _record(
         run_id=played.run_id,
         build=played.build,
         task_id=instance.id,
-        task_version=instance.version,
+        task_version=instance.task.version,
         seed=instance.seed,
         params=dict(instance.params),
         verify=instance.verify,
@@ -127,7 +127,7 @@ def _record(
         first_reached_step=first_reached if outcome is not Outcome.INFRA_ERROR else None,
         steps=tally.steps,
         invalid_actions=tally.invalid,
-        max_steps=instance.max_steps,
+        max_steps=instance.task.max_steps,
         device=played.device,
         build_manifest=played.manifest,
         started_at=played.started_at,
@@ -196,14 +196,14 @@ def _play(
     history: list[PastStep] = []
     steps_file = (episode_dir / STEPS_FILE).open("a", encoding="utf-8")
     with steps_file:
-        for step in range(1, instance.max_steps + 1):
+        for step in range(1, instance.task.max_steps + 1):
             lat = StepLatency(observe_s=first_observe_s, check_s=first_check_s)
             first_observe_s = first_check_s = 0.0
             step_start = time.perf_counter() - lat.observe_s - lat.check_s
             context = StepContext(
                 goal=instance.goal,
                 step=step,
-                max_steps=instance.max_steps,
+                max_steps=instance.task.max_steps,
                 observation=observation,
                 history=tuple(history),
                 seed=instance.seed,
