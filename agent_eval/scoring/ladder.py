@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from agent_eval.records import EpisodeRecord, RungInfo
+from agent_eval.records import EpisodeRecord, RungInfo, StrictModel
 from agent_eval.scoring.build_score import BuildScore, Rate
 from agent_eval.scoring.regression import METRIC_WORDS, BuildComparison, MetricComparison, Regression
 from agent_eval.scoring.stats import Verdict
 
 
-class LadderRung(BaseModel):
+class LadderRung(StrictModel):
     """One rung of the ladder: a build's grid, its rates, and its verdicts against the reference."""
-
-    model_config = ConfigDict(extra="forbid")
 
     build: str = Field(description="The build's name.")
     label: str = Field(description="Its grid in words, e.g. 'int4 g64 asym GPTQ (rounded, bf16 speed)'.")
@@ -52,10 +50,8 @@ class LadderRung(BaseModel):
     )
 
 
-class Ladder(BaseModel):
+class Ladder(StrictModel):
     """The rungs from most to fewest bits, and the lowest non-inferior rung per metric."""
-
-    model_config = ConfigDict(extra="forbid")
 
     rungs: list[LadderRung] = Field(
         description="The reference first, then rungs by bits per weight, high to low."

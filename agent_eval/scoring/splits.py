@@ -10,18 +10,16 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from agent_eval.records import EpisodeRecord
+from agent_eval.records import EpisodeRecord, StrictModel
 from agent_eval.scoring.build_score import Rate, rate
 
 SPLITS = ("train", "held_out")
 
 
-class SplitScore(BaseModel):
+class SplitScore(StrictModel):
     """One build's rates on the tasks of one split."""
-
-    model_config = ConfigDict(extra="forbid")
 
     build: str = Field(description="The build's name.")
     split: str = Field(description="train, or held_out (never in the tuning data).")
