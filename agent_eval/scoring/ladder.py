@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from agent_eval.records import EpisodeRecord, RungInfo, StrictModel
-from agent_eval.scoring.build_score import BuildScore, Rate
+from agent_eval.scoring.build_score import BuildName, BuildScore, DecodeTokS, Navigation, PeakRssMb, Success
 from agent_eval.scoring.regression import METRIC_WORDS, BuildComparison, MetricComparison, Regression
 from agent_eval.scoring.stats import Verdict
 
@@ -19,7 +19,7 @@ from agent_eval.scoring.stats import Verdict
 class LadderRung(StrictModel):
     """One rung of the ladder: a build's grid, its rates, and its verdicts against the reference."""
 
-    build: str = Field(description="The build's name.")
+    build: BuildName
     label: str = Field(description="Its grid in words, e.g. 'int4 g64 asym GPTQ (rounded, bf16 speed)'.")
     method: str = Field(description="none (the reference), rtn, gptq, awq or gguf.")
     bits_per_weight: float | None = Field(description="Bits per weight including scale/zero overhead.")
@@ -29,16 +29,16 @@ class LadderRung(StrictModel):
     )
     calibration_hash: str | None = Field(description="sha256 of its calibration prompts (gptq/awq).")
     weights_hash: str | None = Field(description="Content hash of its weight files.")
-    navigation: Rate = Field(description="Its P(reached) with Wilson 95% interval.")
-    success: Rate = Field(description="Its P(success), completion recognised, with Wilson 95% interval.")
+    navigation: Navigation
+    success: Success
     navigation_delta: MetricComparison | None = Field(
         description="Navigation against the reference (Δ, interval, verdict); null for the reference."
     )
     success_delta: MetricComparison | None = Field(
         description="Completion recognition against the reference; null for the reference."
     )
-    decode_tok_s: float | None = Field(description="Engine decode tokens/s (bf16's when served is bf16).")
-    peak_rss_mb: float | None = Field(description="Engine peak memory, MB (bf16's when served is bf16).")
+    decode_tok_s: DecodeTokS
+    peak_rss_mb: PeakRssMb
     weight_bytes_per_token: int | None = Field(
         description="Weight bytes one decoded token reads: its checkpoint's safetensors."
     )
