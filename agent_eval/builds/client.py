@@ -12,11 +12,12 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Self, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 import httpx
 
 from agent_eval.builds.endpoint import Endpoint
+from agent_eval.closing import Closing
 from agent_eval.errors import ConfigError, EngineError
 
 Message = dict[str, Any]
@@ -92,7 +93,7 @@ def check_endpoint_url(url: str) -> None:
         )
 
 
-class EndpointSession:
+class EndpointSession(Closing):
     """An HTTP session with one endpoint (its API key as bearer token), closed on leaving a `with` block.
 
     Thread-safe (httpx.Client is). The chat client and the teacher-forcing client are both one.
@@ -108,12 +109,6 @@ class EndpointSession:
 
     def close(self) -> None:
         self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class RequestOptions(TypedDict, total=False):
