@@ -4,10 +4,11 @@ Usage: .venv/bin/python bench/bench_fidelity.py RUN_DIR [--builds bf16,w8a8,w4a1
                                                  [--self-check N] [--compiled]
 Serves each build in turn (one engine at a time, pinned as the builds file says) and probes the run's recorded
 reference steps: steps per minute (one prefill with prompt_logprobs per step, decodes where needed; the
-tokenization is done once beforehand and not timed). --self-check N: the reference decodes N steps greedily
-(temperature 0, no seed), then those answers are forced on it again (agreement must be 1.0), and the recorded
-steps are probed twice (KL between the passes must be 0). --compiled: the same greedy answers forced on the
-reference served compiled (enforce_eager false). Writes JSON to RUN_DIR/bench-fidelity-<time>.json.
+tokenization is done once beforehand and not timed; identical requests are asked once, see `asked`).
+--self-check N: the reference decodes N steps greedily (temperature 0, no seed), then those answers are
+forced on it again (agreement must be 1.0), and the recorded steps are probed twice (KL between the passes
+must be 0). --compiled: the same greedy answers forced on the reference served compiled (enforce_eager
+false). Writes JSON to RUN_DIR/bench-fidelity-<time>.json.
 """
 
 from __future__ import annotations
@@ -132,6 +133,8 @@ def main() -> None:
             probes, per_min = _timed_probe(name, served.endpoint, steps, spans, args, mask)
             entry: dict[str, Any] = {"steps_per_min": per_min, "load_after": os.getloadavg()}
             entry["decoded"] = sum(p.via == "decoded" for p in probes)
+            entry["asked"] = sum(not p.reused for p in probes)  # distinct requests; the rest are identical
+            entry["asked_per_min"] = per_min * entry["asked"] / max(len(probes), 1)
             if build.reference and args.self_check:
                 check, greedy, eager_forced = _self_check(build, served.endpoint, steps, args, mask)
                 again, _ = _timed_probe(name, served.endpoint, steps, spans, args, mask)

@@ -3,6 +3,7 @@ endpoint with known log-probabilities end to end (probe files → fidelity.json)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -16,6 +17,7 @@ from agent_eval.agent.prompt import SYSTEM_PROMPT
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.errors import RunStoreError
 from agent_eval.fidelity.metrics import greedy_reproduces, kl_lower_bound, mean_kl, p_done, same_action
+from agent_eval.fidelity.probe import BuildProber, StepProbe
 from agent_eval.fidelity.run import assemble, probe_build
 from agent_eval.fidelity.stats import clustered_mean, paired_difference
 from agent_eval.fidelity.steps import StepsFrom, load_source_steps
@@ -105,6 +107,46 @@ def test_known_logprobs_give_the_known_kl(tmp_path: Path) -> None:
     assert other.answer_logprob.value.mean == pytest.approx(LOG(0.5) * sum(lengths) / len(lengths))
     on_disk = json.loads((tmp_path / "fidelity.json").read_text())
     assert on_disk["builds"][1]["kl"]["value"]["mean"] == pytest.approx(per_position, rel=1e-9)
+
+
+def test_identical_requests_are_asked_once_and_every_step_keeps_its_own_probe(tmp_path: Path) -> None:
+    write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=3))
+    _record_prompts(tmp_path)
+    recorded, _ = load_source_steps(tmp_path, StepsFrom.REFERENCE, "bf16")
+    # Seed 9 replays seed 0's screens and answers exactly (as seeds of a task without parameters do).
+    again = [
+        dataclasses.replace(
+            s, seed=9, episode_dir=s.episode_dir.replace("/0", "/9"), goal_before=not s.goal_before
+        )
+        for s in recorded
+        if s.seed == 0
+    ]
+    steps = recorded + again
+    unique = {(json.dumps(s.messages), s.answer) for s in steps}
+    assert again and len(unique) <= len(recorded)
+    server = TeacherEndpoint(0.6, 0.3)
+    try:
+        prober = BuildProber("bf16", Endpoint(server.base_url, "scripted"), top_k=1, workers=2)
+        try:
+            probes = prober.probe_all(steps, {}, out=tmp_path / "probes.jsonl")
+        finally:
+            prober.close()
+    finally:
+        server.close()
+    assert len([r for r in server.requests if r["path"] == "/v1/completions"]) == len(unique)
+    assert [(p.episode, p.step, p.seed) for p in probes] == [(s.episode, s.step, s.seed) for s in steps]
+    assert sum(not p.reused for p in probes) == len(unique)
+    first = {
+        (json.dumps(s.messages), s.answer): p for s, p in zip(steps, probes, strict=True) if not p.reused
+    }
+    for s, p in zip(steps, probes, strict=True):
+        twin = first[(json.dumps(s.messages), s.answer)]
+        assert (p.logprobs, p.ranks, p.agrees) == (twin.logprobs, twin.ranks, twin.agrees)
+        assert p.goal_before == s.goal_before
+    on_disk = (tmp_path / "probes.jsonl").read_text().splitlines()
+    assert sorted((p.episode, p.step) for p in map(StepProbe.model_validate_json, on_disk)) == sorted(
+        (s.episode, s.step) for s in steps
+    )
 
 
 def test_a_run_without_recorded_prompts_gets_a_clear_message(tmp_path: Path) -> None:

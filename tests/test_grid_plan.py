@@ -34,10 +34,11 @@ def finished(
     targets: dict[CellKey, int],
     fails: set[tuple[str, str, int]] = frozenset(),
     undone: set[tuple[str, str, int]] = frozenset(),
+    first_seed: int = 0,
 ) -> dict[tuple[str, str, int], EpisodeRecord]:
     out = {}
     for (build, task), n in targets.items():
-        for seed in range(n):
+        for seed in range(first_seed, first_seed + n):
             key = (build, task, seed)
             out[key] = record(build, task, seed, reached=key not in fails, success=key not in fails | undone)
     return out
@@ -88,6 +89,21 @@ def test_a_discordant_cell_grows_with_its_reference_and_a_concordant_one_does_no
     assert again.grown == [("a", "wifi_on")] and again.targets[("a", "wifi_on")] == 20
     # b's pairs on wifi_on are seeds 0..4 only, where it agrees with ref: it stays.
     assert again.targets[("b", "wifi_on")] == 5
+
+
+def test_a_grid_from_another_first_seed_plays_and_pairs_only_its_own_range() -> None:
+    targets = initial_targets(TASKS, BUILDS, 3)
+    cells = cells_for(targets, TASKS, BUILDS, side_by_side=False, first_seed=100)
+    assert sorted({c.seed for c in cells}) == [100, 101, 102]
+    # Seeds 0..4 of an earlier run in the same store are not this run's pairs: a discordance there is ignored.
+    done = finished(targets, first_seed=100) | finished(targets, fails={("a", "wifi_on", 1)})
+    assert top_up(targets, done, "ref", [3, 6], first_seed=100).grown == []
+    done = finished(targets, fails={("a", "wifi_on", 101)}, first_seed=100)
+    step = top_up(targets, done, "ref", [3, 6], first_seed=100)
+    assert step.grown == [("a", "wifi_on")] and step.targets[("ref", "wifi_on")] == 6
+    grown = cells_for(step.targets, TASKS, BUILDS, side_by_side=False, first_seed=100)
+    mine = {c.seed for c in grown if c.build == "a" and c.task.id == "wifi_on"}
+    assert sorted(mine) == list(range(100, 106))
 
 
 def test_the_cap_ends_the_top_up_and_no_schedule_means_no_top_up() -> None:

@@ -29,6 +29,11 @@ from agent_eval.runner.endpoint_run import run_endpoint
     help="Seeds 0..N-1 per task (phase 1 of a grid). Default: the grid's (5), or 1 with --endpoint.",
 )
 @click.option(
+    "--first-seed",
+    type=click.IntRange(min=0),
+    help="First seed of a grid (default 0): another range replicates a run on new episodes.",
+)
+@click.option(
     "--device",
     "serials",
     multiple=True,
@@ -82,6 +87,8 @@ def run_command(tasks: tuple[Path, ...], **flags: Any) -> None:
         raise ConfigError("--endpoint needs --model: the model name that endpoint serves")
     if any(is_grid_file(t) for t in tasks):
         raise ConfigError("a grid file names its own builds: drop --endpoint, or pass task files instead")
+    if flags["first_seed"] is not None:
+        raise ConfigError("--first-seed is a grid's: drop --endpoint, or drop --first-seed")
     if flags["cluster"] is not None:
         raise ConfigError("--cluster runs grids: drop --endpoint, or run the tasks without --cluster")
     run_endpoint(
@@ -109,6 +116,7 @@ def _grid_overrides(flags: dict[str, Any]) -> dict[str, Any]:
     names = flags["build_names"]
     overrides: dict[str, Any] = {
         "seeds": flags["seeds"],
+        "first_seed": flags["first_seed"],
         "devices": list(flags["serials"]) if flags["serials"] else flags["device_count"],
         "builds_file": flags["builds_file"],
         "builds": names.split(",") if names else None,

@@ -15,6 +15,7 @@ disagreements, so agreement is then a lower bound.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 import time
 from collections.abc import Sequence
@@ -66,6 +67,31 @@ class StepProbe(StrictModel):
     decoded_answer: str | None = None
     decoded_action: Action | None = None
     prefill_s: float = 0.0
+    reused: bool = Field(
+        False,
+        description="Copied from an identical request of this pass (same prompt and answer).",
+    )
+
+
+def _request_key(step: SourceStep) -> str:
+    """Steps with equal keys send the build the same tokens: one probe answers them all (temperature 0)."""
+    return json.dumps([step.messages, step.answer], sort_keys=True, ensure_ascii=False)
+
+
+def _relabel(probe: StepProbe, step: SourceStep) -> StepProbe:
+    """An identical request's probe, as this step's (its own episode, seed and goal timeline)."""
+    return probe.model_copy(
+        update={
+            "episode": step.episode,
+            "task_id": step.task_id,
+            "seed": step.seed,
+            "step": step.step,
+            "goal_before": step.goal_before,
+            "said_done": step.said_done,
+            "prefill_s": 0.0,
+            "reused": True,
+        }
+    )
 
 
 class BuildProber:
@@ -159,21 +185,29 @@ class BuildProber:
     ) -> list[StepProbe]:
         """Every step, `workers` requests at a time (the engine batches them); results in step order.
 
-        With `out`, each probe is appended to that file as soon as it is done, so a cut session keeps them.
+        Steps that would send identical requests (seeds of a task replaying the same screens and answers)
+        are asked once; the others get that probe relabelled (`reused`). With `out`, each probe is appended
+        to that file as soon as it is done, so a cut session keeps them.
         """
         sink = out.open("w", encoding="utf-8") if out is not None else None
+        groups: dict[str, list[int]] = {}
+        for i, step in enumerate(steps):
+            groups.setdefault(_request_key(step), []).append(i)
+        results: dict[int, StepProbe] = {}
 
-        def one(step: SourceStep) -> StepProbe:
-            probe = self.probe(step, spans)
-            if sink is not None:
-                with self._lock:
-                    sink.write(probe.model_dump_json() + "\n")
+        def one(indices: list[int]) -> None:
+            first = self.probe(steps[indices[0]], spans)
+            mine = [first, *(_relabel(first, steps[i]) for i in indices[1:])]
+            with self._lock:
+                results.update(zip(indices, mine, strict=True))
+                if sink is not None:
+                    sink.writelines(p.model_dump_json() + "\n" for p in mine)
                     sink.flush()
-            return probe
 
         try:
             with ThreadPoolExecutor(max_workers=self.workers) as pool:
-                return list(pool.map(one, steps))
+                list(pool.map(one, groups.values()))
         finally:
             if sink is not None:
                 sink.close()
+        return [results[i] for i in range(len(steps))]

@@ -87,12 +87,17 @@ def resolve_builds(spec: GridSpec) -> GridBuilds:
 
 
 def initial_targets(tasks: Sequence[Task], builds: Sequence[str], seeds: int) -> dict[CellKey, int]:
-    """Phase 1: every (build, task) cell gets seeds 0..seeds-1."""
+    """Phase 1: every (build, task) cell gets `seeds` seeds (from the grid's first_seed on)."""
     return {(b, t.id): seeds for b in builds for t in tasks}
 
 
 def cells_for(
-    targets: Mapping[CellKey, int], tasks: Sequence[Task], builds: Sequence[str], *, side_by_side: bool
+    targets: Mapping[CellKey, int],
+    tasks: Sequence[Task],
+    builds: Sequence[str],
+    *,
+    side_by_side: bool,
+    first_seed: int = 0,
 ) -> list[Cell]:
     """Every cell the targets ask for, in the order they should run (the store skips finished ones).
 
@@ -109,7 +114,7 @@ def cells_for(
         for seed in range(count):
             rotated = (b - seed) % len(builds)
             key = (seed, task_index[task_id], rotated) if side_by_side else (b, seed, task_index[task_id])
-            order.append((key, Cell(build, by_id[task_id], seed)))
+            order.append((key, Cell(build, by_id[task_id], first_seed + seed)))
     order.sort(key=lambda item: item[0])
     return [cell for _, cell in order]
 
@@ -124,11 +129,11 @@ class TopUp:
 
 
 def _pairs(
-    finished: Finished, build: str, reference: str, task_id: str, seeds: int
+    finished: Finished, build: str, reference: str, task_id: str, seeds: int, first_seed: int = 0
 ) -> list[tuple[bool, bool]]:
     """(reference, build) pairs on "navigation or success differ", for the seeds both have finished."""
     ref, mine = [], []
-    for seed in range(seeds):
+    for seed in range(first_seed, first_seed + seeds):
         r, m = finished.get((reference, task_id, seed)), finished.get((build, task_id, seed))
         if r is not None and m is not None:
             ref.append((r.reached, r.success))
@@ -143,6 +148,7 @@ def _decided(
     targets: Mapping[CellKey, int],
     schedule: Sequence[int],
     hypotheses: int,
+    first_seed: int = 0,
 ) -> bool:
     """Whether no pair the top-up could still add changes the build's pooled REGRESSION decision.
 
@@ -153,9 +159,9 @@ def _decided(
     for (b, task_id), n in targets.items():
         if b != build:
             continue
-        if next_seed_count(_pairs(finished, build, reference, task_id, n), schedule) > n:
+        if next_seed_count(_pairs(finished, build, reference, task_id, n, first_seed), schedule) > n:
             remaining += max(schedule) - n
-        for seed in range(n):
+        for seed in range(first_seed, first_seed + n):
             r, m = finished.get((reference, task_id, seed)), finished.get((build, task_id, seed))
             if r is None or m is None:
                 continue
@@ -178,6 +184,7 @@ def top_up(
     schedule: Sequence[int],
     *,
     curtail: bool = False,
+    first_seed: int = 0,
 ) -> TopUp:
     """Grow each (build ≠ reference, task) cell with a discordant pair to the schedule's next level.
 
@@ -190,14 +197,18 @@ def top_up(
     notes: list[str] = []
     builds = sorted({b for b, _ in targets if b != reference})
     curtailed = (
-        {b for b in builds if _decided(finished, b, reference, targets, schedule, hypotheses=2 * len(builds))}
+        {
+            b
+            for b in builds
+            if _decided(finished, b, reference, targets, schedule, 2 * len(builds), first_seed)
+        }
         if curtail
         else set()
     )
     for (build, task_id), count in sorted(targets.items()):
         if build == reference:
             continue
-        pairs = _pairs(finished, build, reference, task_id, count)
+        pairs = _pairs(finished, build, reference, task_id, count, first_seed)
         if len(pairs) < count:
             notes.append(
                 f"{build} on {task_id}: {count - len(pairs)} of {count} pairs unfinished, not topped up"

@@ -184,7 +184,10 @@ class _Grid:
                 self.fidelity.finish()
         finally:
             self.result.kept = sum(
-                1 for (b, t), n in self.result.targets.items() for s in range(n) if (b, t, s) in before
+                1
+                for (b, t), n in self.result.targets.items()
+                for s in range(self.spec.first_seed, self.spec.first_seed + n)
+                if (b, t, s) in before
             )
 
     def _phases(self) -> None:
@@ -195,7 +198,8 @@ class _Grid:
             self.show_plan(targets)
             self.result.phases = self.progress.phase
             self.result.targets = dict(targets)
-            self.play(cells_for(targets, self.tasks, names, side_by_side=self.spec.serving == "side-by-side"))
+            side_by_side, first = self.spec.serving == "side-by-side", self.spec.first_seed
+            self.play(cells_for(targets, self.tasks, names, side_by_side=side_by_side, first_seed=first))
             if len(schedule) < 2 or not self.devices:
                 return
             step = top_up(
@@ -204,6 +208,7 @@ class _Grid:
                 self.builds.reference,
                 schedule,
                 curtail=self.spec.adaptive.curtail,
+                first_seed=self.spec.first_seed,
             )
             for note in step.notes:
                 if note not in self.result.notes:

@@ -58,7 +58,12 @@ class GridSpec(StrictModel):
     )
     builds: list[str] | None = Field(None, description="The builds of that file to run; default: all.")
     reference: str | None = Field(None, description="The reference build; default: the file's reference.")
-    seeds: int = Field(5, ge=1, description="Phase 1: seeds 0..N-1 for every (task, build).")
+    seeds: int = Field(
+        5, ge=1, description="Phase 1: N seeds for every (task, build): first_seed .. first_seed+N-1."
+    )
+    first_seed: int = Field(
+        0, ge=0, description="The first seed; another range replays the grid on new episodes (a replication)."
+    )
     adaptive: Adaptive = Field(default_factory=Adaptive)
     margin: float = Field(0.10, gt=0, lt=1, description="Non-inferiority margin δ (a drop in rate).")
     devices: int | list[str] = Field(
