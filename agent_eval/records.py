@@ -16,6 +16,12 @@ from agent_eval.action import Action
 SCHEMA_VERSION = 1
 
 
+class StrictModel(BaseModel):
+    """A model that refuses fields it does not know: a typo in a file is an error, not a silent default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class Outcome(StrEnum):
     """Exactly one per episode (docs/scorecard.md)."""
 
@@ -30,10 +36,8 @@ class Outcome(StrEnum):
 Said = Literal["done", "infeasible"]
 
 
-class StepLatency(BaseModel):
+class StepLatency(StrictModel):
     """Wall-clock seconds of one step, split by where they went."""
-
-    model_config = ConfigDict(extra="forbid")
 
     observe_s: float = Field(0.0, description="Screenshot + UI dump + settle wait.")
     model_s: float = Field(0.0, description="The model call, end to end.")
@@ -42,10 +46,8 @@ class StepLatency(BaseModel):
     harness_s: float = Field(0.0, description="Everything else: prompting, parsing, recording.")
 
 
-class StepRecord(BaseModel):
+class StepRecord(StrictModel):
     """One agent step, as written to episodes/<build>/<task>/<seed>/steps.jsonl."""
-
-    model_config = ConfigDict(extra="forbid")
 
     step: int = Field(description="1-based step number.")
     screenshot: str | None = Field(
@@ -71,10 +73,8 @@ class StepRecord(BaseModel):
     goal_after: bool = Field(False, description="Goal state evaluated after this step's action.")
 
 
-class RungInfo(BaseModel):
+class RungInfo(StrictModel):
     """Where a build sits on the quantization ladder: how its weights were rounded, and whose speed it has."""
-
-    model_config = ConfigDict(extra="forbid")
 
     method: str = Field(description="none (the unquantized reference), rtn, gptq, awq or gguf.")
     bits: int | None = Field(None, description="Integer grid width of the weights (16 for bf16).")
@@ -94,10 +94,8 @@ class RungInfo(BaseModel):
     label: str = Field("", description="Short human name: 'int4 g64 asym GPTQ (rounded, bf16 speed)'.")
 
 
-class BuildManifest(BaseModel):
+class BuildManifest(StrictModel):
     """What exactly served an episode: enough to tell two builds apart and to rebuild one."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str
     reference: bool = False
@@ -116,10 +114,8 @@ class BuildManifest(BaseModel):
     rung: RungInfo | None = Field(None, description="Its quantization-ladder rung, if it was prepared here.")
 
 
-class EpisodeRecord(BaseModel):
+class EpisodeRecord(StrictModel):
     """One finished episode, one line of episodes.jsonl: the run's source of truth."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
     run_id: str
@@ -173,10 +169,8 @@ def classify(goal_timeline: list[bool], said: Said | None) -> Outcome:
     return Outcome.PREMATURE_DONE if said is not None else Outcome.NAV_FAIL
 
 
-class EngineRecord(BaseModel):
+class EngineRecord(StrictModel):
     """How one build's engine was launched and how it behaved: runs/<id>/engines/<build>.json."""
-
-    model_config = ConfigDict(extra="forbid")
 
     build: str
     engine: str

@@ -13,16 +13,17 @@ PACKAGE = Path(__file__).resolve().parent.parent / "agent_eval"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "action": set(),
+    "closing": set(),
     "virtual_device": set(),  # standalone: its errors are its own
     "records": {"action"},
     "screen": {"errors"},
-    "rundir": {"errors", "records"},
+    "rundir": {"closing", "errors", "records"},
     "device": {"action", "errors", "screen", "virtual_device"},
     "task": {"action", "device", "errors", "screen"},
-    "builds": {"errors", "records", "rundir"},
+    "builds": {"closing", "errors", "records", "rundir"},
     "agent": {"action", "builds", "device", "errors", "screen", "task"},
     "scoring": {"errors", "records", "rundir"},
-    "report": {"action", "errors", "records", "rundir", "scoring", "screen"},
+    "report": {"action", "closing", "errors", "records", "rundir", "scoring", "screen"},
     "runner": {"action", "agent", "builds", "device", "errors", "records", "rundir", "screen", "task"},
     "fidelity": {"action", "agent", "builds", "errors", "records", "rundir", "scoring"},
     "grid": {

@@ -16,8 +16,7 @@ from typing import Any
 from agent_eval.agent.policy import PastStep
 from agent_eval.agent.prompt import (
     STATE_WORDS,
-    Prompt,
-    chat_prompt,
+    ChatFormat,
     clip,
     numbered_lines,
     row_label,
@@ -34,6 +33,7 @@ MAX_ELEMENTS = 40
 MAX_LABEL_CHARS = 48
 
 _SHOWN_CLASSES = frozenset({"Switch", "CheckBox", "RadioButton", "EditText", "SeekBar", "ImageButton"})
+_FLAG_WORDS = {"selected": "selected", "scrollable": "(scrollable)", "disabled": "(disabled)"}  # no focused
 
 
 def element_line(e: Element, observation: Observation) -> str:
@@ -52,12 +52,7 @@ def element_line(e: Element, observation: Observation) -> str:
     if e.checkable:
         word = {"Switch": "switch", "CheckBox": "checkbox", "RadioButton": "radio"}.get(kind, "check")
         parts.append(f"{word}={'on' if e.checked else 'off'}")
-    if e.selected:
-        parts.append("selected")
-    if e.scrollable:
-        parts.append("(scrollable)")
-    if not e.enabled:
-        parts.append("(disabled)")
+    parts.extend(_FLAG_WORDS[flag] for flag in e.flags() if flag in _FLAG_WORDS)
     return " ".join(parts)
 
 
@@ -65,16 +60,10 @@ def element_lines(observation: Observation, limit: int = MAX_ELEMENTS) -> list[s
     return numbered_lines(observation, limit, element_line, "scroll")
 
 
-def build_prompt(
-    goal: str,
-    observation: Observation,
-    *,
-    step: int,
-    max_steps: int,
-    history: Sequence[PastStep] = (),
-    with_image: bool = False,
-) -> Prompt:
-    """The chat messages for one step in the compact format (`step` and `max_steps` are not shown)."""
+def _user_text(
+    goal: str, observation: Observation, step: int, max_steps: int, history: Sequence[PastStep]
+) -> str:
+    """Goal, the last steps, the screen (`step` and `max_steps` are not shown)."""
     del step, max_steps  # the history says how far the episode is; the count only costs tokens
     lines = [f"Goal: {goal}"]
     recent = list(history)[-HISTORY_LEN:]
@@ -82,7 +71,10 @@ def build_prompt(
         lines.append("Done so far: " + "; ".join(p.summary for p in recent))
     lines.append(f"Screen {short_activity(observation.activity)}:")
     lines.extend(element_lines(observation) or ["(nothing)"])
-    return chat_prompt(SYSTEM_PROMPT, "\n".join(lines), observation, with_image=with_image)
+    return "\n".join(lines)
+
+
+build_prompt = ChatFormat(SYSTEM_PROMPT, _user_text)  # the chat messages for one step in the compact format
 
 
 def answer_text(action_json: dict[str, Any]) -> str:

@@ -130,14 +130,7 @@ def element_line(e: Element, observation: Observation | None = None) -> str:
         parts.append("id=" + e.resource_id.rsplit("/", 1)[-1])
     if e.checkable:
         parts.append(f"checked={'true' if e.checked else 'false'}")
-    if e.selected:
-        parts.append("selected")
-    if e.scrollable:
-        parts.append("scrollable")
-    if e.focused:
-        parts.append("focused")
-    if not e.enabled:
-        parts.append("disabled")
+    parts.extend(e.flags())
     return " ".join(parts)
 
 
@@ -174,16 +167,37 @@ def action_summary(action: Action | None, observation: Observation | None = None
     return " ".join(w for w in words if w)
 
 
-def build_prompt(
-    goal: str,
-    observation: Observation,
-    *,
-    step: int,
-    max_steps: int,
-    history: Sequence[PastStep] = (),
-    with_image: bool = False,
-) -> Prompt:
-    """The chat messages for one step. The order keeps whatever repeats between steps at the front."""
+UserText = Callable[[str, Observation, int, int, Sequence[PastStep]], str]
+
+
+@dataclass(frozen=True)
+class ChatFormat:
+    """A prompt format: fixed instructions as the system message, then the step's own text as the user's.
+
+    Called as `LLMPolicy` calls its prompt format; the screenshot goes inline only for image builds.
+    """
+
+    system: str
+    user_text: UserText  # (goal, observation, step, max_steps, history) → the user message's text
+
+    def __call__(
+        self,
+        goal: str,
+        observation: Observation,
+        *,
+        step: int,
+        max_steps: int,
+        history: Sequence[PastStep] = (),
+        with_image: bool = False,
+    ) -> Prompt:
+        text = self.user_text(goal, observation, step, max_steps, history)
+        return chat_prompt(self.system, text, observation, with_image=with_image)
+
+
+def _user_text(
+    goal: str, observation: Observation, step: int, max_steps: int, history: Sequence[PastStep]
+) -> str:
+    """Goal, history, then the screen: the order keeps whatever repeats between steps at the front."""
     lines = [f"Goal: {goal}"]
     if history:
         lines.append("Previous steps:")
@@ -191,7 +205,10 @@ def build_prompt(
     lines.append(f"Step {step} of {max_steps}. Screen ({short_activity(observation.activity)}):")
     lines.extend(element_lines(observation) or ["(no elements)"])
     lines.append("Your action as JSON:")
-    return chat_prompt(SYSTEM_PROMPT, "\n".join(lines), observation, with_image=with_image)
+    return "\n".join(lines)
+
+
+build_prompt = ChatFormat(SYSTEM_PROMPT, _user_text)  # the default agent's prompt format
 
 
 def chat_prompt(system: str, text: str, observation: Observation, *, with_image: bool) -> Prompt:

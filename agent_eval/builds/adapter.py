@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,17 @@ class AdapterManifest(BaseModel):
     prompt_format: str = Field(description="the agent (prompt format) the model was tuned for")
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
+def file_chunks(path: Path) -> Iterator[bytes]:
+    """A file's bytes a MiB at a time, for hashing weights larger than memory."""
     with path.open("rb") as f:
         while chunk := f.read(1 << 20):
-            digest.update(chunk)
+            yield chunk
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    for chunk in file_chunks(path):
+        digest.update(chunk)
     return digest.hexdigest()
 
 

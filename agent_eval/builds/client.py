@@ -12,11 +12,12 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import httpx
 
 from agent_eval.builds.endpoint import Endpoint
+from agent_eval.closing import Closing
 from agent_eval.errors import ConfigError, EngineError
 
 Message = dict[str, Any]
@@ -92,7 +93,34 @@ def check_endpoint_url(url: str) -> None:
         )
 
 
-class ChatClient:
+class EndpointSession(Closing):
+    """An HTTP session with one endpoint (its API key as bearer token), closed on leaving a `with` block.
+
+    Thread-safe (httpx.Client is). The chat client and the teacher-forcing client are both one.
+    """
+
+    def __init__(self, endpoint: Endpoint, *, connect_timeout_s: float = 5.0) -> None:
+        check_endpoint_url(endpoint.base_url)
+        self.endpoint = endpoint
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(endpoint.timeout_s, connect=connect_timeout_s),
+            headers={"Authorization": f"Bearer {endpoint.api_key}"},
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+
+class RequestOptions(TypedDict, total=False):
+    """What one chat request asks beyond the endpoint's own settings (`ChatClient.chat`, `request_body`)."""
+
+    json_schema: dict[str, Any] | None  # the answer's JSON schema, for engines with structured output
+    seed: int | None
+    logprobs: bool
+    top_logprobs: int  # alternatives per position, with logprobs
+
+
+class ChatClient(EndpointSession):
     """Sends chat requests to one endpoint. Thread-safe: several devices may share one client."""
 
     def __init__(
@@ -104,43 +132,23 @@ class ChatClient:
         backoff_s: float = 0.5,
         connect_timeout_s: float = 5.0,
     ) -> None:
-        check_endpoint_url(endpoint.base_url)
-        self.endpoint = endpoint
+        super().__init__(endpoint, connect_timeout_s=connect_timeout_s)
         self.stream = stream
         self.retries = retries
         self.backoff_s = backoff_s
         self._url = endpoint.base_url.rstrip("/") + "/chat/completions"
-        self._http = httpx.Client(
-            timeout=httpx.Timeout(endpoint.timeout_s, connect=connect_timeout_s),
-            headers={"Authorization": f"Bearer {endpoint.api_key}"},
-        )
         self._lock = threading.Lock()
         self._usage = Usage()
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> ChatClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def usage(self) -> Usage:
         with self._lock:
             return self._usage
 
-    def request_body(
-        self,
-        messages: Sequence[Message],
-        *,
-        json_schema: dict[str, Any] | None = None,
-        seed: int | None = None,
-        logprobs: bool = False,
-        top_logprobs: int = 0,
-    ) -> dict[str, Any]:
+    def request_body(self, messages: Sequence[Message], **options: Unpack[RequestOptions]) -> dict[str, Any]:
         """The JSON body sent for one chat request (public so tests and manifests can show it)."""
         ep = self.endpoint
+        seed, json_schema = options.get("seed"), options.get("json_schema")
+        top_logprobs = options.get("top_logprobs", 0)
         body: dict[str, Any] = {
             "model": ep.model,
             "messages": list(messages),
@@ -159,7 +167,7 @@ class ChatClient:
                     "type": "json_schema",
                     "json_schema": {"name": "action", "schema": json_schema},
                 }
-        if logprobs:
+        if options.get("logprobs"):
             body["logprobs"] = True
             if top_logprobs:
                 body["top_logprobs"] = top_logprobs
@@ -169,19 +177,9 @@ class ChatClient:
         body.update(dict(ep.extra_body))
         return body
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        json_schema: dict[str, Any] | None = None,
-        seed: int | None = None,
-        logprobs: bool = False,
-        top_logprobs: int = 0,
-    ) -> ChatResult:
+    def chat(self, messages: Sequence[Message], **options: Unpack[RequestOptions]) -> ChatResult:
         """One chat completion. Raises EngineError once the endpoint has failed `retries + 1` times."""
-        body = self.request_body(
-            messages, json_schema=json_schema, seed=seed, logprobs=logprobs, top_logprobs=top_logprobs
-        )
+        body = self.request_body(messages, **options)
         problem = ""
         called = time.perf_counter()
         for attempt in range(1, self.retries + 2):

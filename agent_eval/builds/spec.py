@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from agent_eval.builds.kinds import EngineKind, engine_kind, engine_kinds
 from agent_eval.builds.rungs import check_ladder_recipe, effective_bits, grid_of, rung_info
 from agent_eval.errors import ConfigError
-from agent_eval.records import BuildManifest
+from agent_eval.records import BuildManifest, StrictModel
 
 # Nominal bits per weight of each scheme, for builds that do not state their own.
 NOMINAL_BITS: dict[str, float] = {
@@ -47,10 +47,8 @@ VLLM_REJECTS = {
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 
-class EngineArgs(BaseModel):
+class EngineArgs(StrictModel):
     """How the engine is started for this build; every field is recorded in the build's manifest."""
-
-    model_config = ConfigDict(extra="forbid")
 
     max_model_len: int = Field(2048, gt=0, description="Longest prompt + answer the server accepts (tokens).")
     kv_cache_space_gib: float = Field(
@@ -70,10 +68,8 @@ class EngineArgs(BaseModel):
         return "eager" if self.enforce_eager else "compiled"
 
 
-class Pinning(BaseModel):
+class Pinning(StrictModel):
     """Which CPUs the engine may run on, and which NUMA node holds its memory."""
-
-    model_config = ConfigDict(extra="forbid")
 
     cpus: str = Field("0-1", description="CPU list as taskset takes it, e.g. '0-1' or '0,2-3'.")
     numa_node: int | None = Field(None, ge=0, description="Bind memory to this node (numactl --membind).")
@@ -94,20 +90,16 @@ class Pinning(BaseModel):
         return sorted(set(ids))
 
 
-class Sampling(BaseModel):
+class Sampling(StrictModel):
     """Sampling defaults every request of this build is sent with."""
-
-    model_config = ConfigDict(extra="forbid")
 
     temperature: float = Field(0.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
     max_tokens: int = Field(96, gt=0)
 
 
-class Recipe(BaseModel):
+class Recipe(StrictModel):
     """How `agent-eval builds prepare` makes this build's weights from the shipped model."""
-
-    model_config = ConfigDict(extra="forbid")
 
     kind: Literal[
         "dequantize-shipped-gguf", "quantize", "shipped-gguf", "merge-adapter", "round", "gptq", "awq"
@@ -140,10 +132,8 @@ class Recipe(BaseModel):
         return self
 
 
-class Build(BaseModel):
+class Build(StrictModel):
     """One build: a model served one way. `model_path` resolves against the repo's models/ directory."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", description="Used in paths and reports.")
     reference: bool = False
@@ -244,10 +234,8 @@ class Build(BaseModel):
         )
 
 
-class BuildSet(BaseModel):
+class BuildSet(StrictModel):
     """The builds of one file; exactly one of them is the reference the others are compared with."""
-
-    model_config = ConfigDict(extra="forbid")
 
     builds: list[Build] = Field(min_length=1)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from agent_eval.builds.client import Message, check_endpoint_url
+from agent_eval.builds.client import EndpointSession, Message
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.errors import EngineError
 
@@ -37,30 +37,16 @@ class ForcedAnswer:
     latency_s: float
 
 
-class TeacherClient:
+class TeacherClient(EndpointSession):
     """Tokenizes chats and scores given answers on one vLLM endpoint. Thread-safe (httpx.Client is)."""
 
     def __init__(self, endpoint: Endpoint, *, top_k: int = 20, retries: int = 2) -> None:
-        check_endpoint_url(endpoint.base_url)
-        self.endpoint = endpoint
+        super().__init__(endpoint)
         self.top_k = top_k
         self.retries = retries
         base = endpoint.base_url.rstrip("/")
         self._root = base[: -len("/v1")] if base.endswith("/v1") else base
         self._completions = base + "/completions"
-        self._http = httpx.Client(
-            timeout=httpx.Timeout(endpoint.timeout_s, connect=5.0),
-            headers={"Authorization": f"Bearer {endpoint.api_key}"},
-        )
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> TeacherClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def request_settings(self) -> dict[str, Any]:
         """What every scoring request asks for (recorded in fidelity.json's manifest)."""

@@ -24,7 +24,8 @@ from agent_eval.builds.endpoint import Endpoint
 from agent_eval.cluster.connect import PHONE, check_phones, nodes, ray_module
 from agent_eval.device.driver import Device
 from agent_eval.errors import AgentEvalError, ClusterError, DeviceError
-from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
+from agent_eval.records import BuildManifest, EpisodeRecord
+from agent_eval.runner.episode import Played, infra_error_record
 from agent_eval.runner.loop import Attempt, BuildAgent, Cell, LocalSeat
 from agent_eval.task import TaskInstance
 
@@ -192,27 +193,9 @@ def _lost_attempt(
     cell: Cell, agent: BuildAgent, attempt: Attempt, seat: RemoteSeat, started: datetime, error: str
 ) -> EpisodeRecord:
     """The infra-error record of an attempt whose actor died with it (nothing of it reached the head)."""
-    instance = cell.task.instantiate(cell.seed)
-    return EpisodeRecord(
-        run_id=attempt.run_id,
-        build=cell.build,
-        task_id=instance.id,
-        task_version=instance.version,
-        seed=instance.seed,
-        params=dict(instance.params),
-        verify=instance.verify,
-        outcome=Outcome.INFRA_ERROR,
-        reached=False,
-        success=False,
-        max_steps=instance.max_steps,
-        device=seat.serial,
-        build_manifest=agent.manifest,
-        started_at=started,
-        finished_at=datetime.now(UTC),
-        attempt=attempt.number,
-        error=error,
-        episode_dir=str(attempt.episode_dir.relative_to(attempt.run_dir)),
-    )
+    where = str(attempt.episode_dir.relative_to(attempt.run_dir))
+    played = Played(attempt.run_id, cell.build, seat.serial, agent.manifest, attempt.number, where, started)
+    return infra_error_record(cell.task.instantiate(cell.seed), played, error)
 
 
 @contextlib.contextmanager

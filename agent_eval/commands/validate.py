@@ -27,10 +27,11 @@ def _device_for(serial: str | None, virtual: bool, phone_port: int) -> Iterator[
 
 
 def _row(check: TaskCheck) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in check.params.items())
-    kind = "verify" if check.verify else ""
+    instance = check.instance
+    params = ", ".join(f"{k}={v}" for k, v in instance.params.items())
+    kind = "verify" if instance.verify else ""
     mark = "ok" if check.ok else "FAIL"
-    return f"{mark:<5}{check.task_id:<28}{check.seed:>4}  {kind:<7}{check.outcome:<15}{check.steps:>5}  " + (
+    return f"{mark:<5}{instance.id:<28}{instance.seed:>4}  {kind:<7}{check.outcome:<15}{check.steps:>5}  " + (
         f"{check.seconds:6.1f}s  {params}"
     )
 
@@ -88,7 +89,7 @@ def validate_command(
     if failed:
         click.echo(f"\n{len(failed)} task instance(s) failed:", err=True)
         for check in failed:
-            click.echo(f"  {check.task_id} (seed {check.seed}): {check.problem}", err=True)
+            click.echo(f"  {check.instance.id} (seed {check.instance.seed}): {check.problem}", err=True)
         # click's Exit would be swallowed by the CLI's non-standalone main; the exit code must survive.
         sys.exit(1)
     click.echo("all tasks valid")

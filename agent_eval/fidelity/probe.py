@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agent_eval.action import Action
 from agent_eval.agent.parse import parse_action
@@ -34,15 +34,14 @@ from agent_eval.builds.teacher import TeacherClient
 from agent_eval.fidelity.mask import SchemaMask
 from agent_eval.fidelity.metrics import greedy_reproduces, p_done, same_action
 from agent_eval.fidelity.steps import SourceStep
+from agent_eval.records import StrictModel
 
 Via = Literal["forced", "decoded", "undecided", "no-source-action"]
 Span = tuple[list[int], list[int]]
 
 
-class StepProbe(BaseModel):
+class StepProbe(StrictModel):
     """One recorded step replayed on one build: a line of fidelity/probes/<build>.jsonl."""
-
-    model_config = ConfigDict(extra="forbid")
 
     build: str
     episode: str = Field(description="The source episode's directory, relative to the run directory.")

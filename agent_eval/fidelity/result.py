@@ -69,11 +69,16 @@ class BuildFidelity(BaseModel):
     steps_per_min: float | None = Field(None, description="Probing throughput on this host.")
 
 
-class DisagreementStep(BaseModel):
+class StepPlace(BaseModel):
+    """Which recorded step: its episode (directory), task, seed and step number, as a probe names it."""
+
     episode: str
     task_id: str
     seed: int
     step: int
+
+
+class DisagreementStep(StepPlace):
     source_answer: str
     kl: dict[str, float | None]
     agrees: dict[str, bool | None]

@@ -23,6 +23,7 @@ from agent_eval.fidelity.result import (
     BuildFidelity,
     DisagreementStep,
     FidelityResult,
+    StepPlace,
     build_fidelity,
     judge,
     step_kls,
@@ -82,10 +83,7 @@ def _most_disagreeing(probes: dict[str, list[StepProbe]], reference: str) -> lis
         by_build = {b: k.get(key) for b, k in kls.items()}
         rows.append(
             DisagreementStep(
-                episode=p.episode,
-                task_id=p.task_id,
-                seed=p.seed,
-                step=p.step,
+                **p.model_dump(include=set(StepPlace.model_fields)),
                 source_answer="".join(p.tokens),
                 kl=by_build,
                 agrees={b: a.get(key) for b, a in agrees.items()},

@@ -10,8 +10,6 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
@@ -20,14 +18,13 @@ from pydantic import (
 )
 
 from agent_eval.errors import ConfigError
+from agent_eval.records import StrictModel
 
 Serving = Literal["one-at-a-time", "side-by-side"]
 
 
-class Adaptive(BaseModel):
+class Adaptive(StrictModel):
     """Top-up after phase 1: a (task, build) cell that disagrees with the reference gets more paired seeds."""
-
-    model_config = ConfigDict(extra="forbid")
 
     enabled: bool = Field(True, description="Top up discordant cells after phase 1.")
     schedule: list[int] = Field(
@@ -50,10 +47,8 @@ class Adaptive(BaseModel):
         return value
 
 
-class GridSpec(BaseModel):
+class GridSpec(StrictModel):
     """One grid: builds × tasks × seeds, every build on the same (task, seed) pairs."""
-
-    model_config = ConfigDict(extra="forbid")
 
     tasks: list[str] = Field(
         min_length=1, description="Task files, folders of them, or task ids (looked up in the repo's tasks/)."

@@ -6,11 +6,12 @@ The table builders here are shared with the terminal view, so both show the same
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent_eval.report.ladder_tables import ladder_tables
 from agent_eval.report.text import MISSING, TextTable, number, p_value, rate_text, signed
-from agent_eval.scoring.build_score import BuildScore
+from agent_eval.scoring.build_score import BuildScore, OutcomeCounts
 from agent_eval.scoring.fidelity_fields import FidelityRow
 from agent_eval.scoring.regression import METRIC_WORDS, MetricComparison
 from agent_eval.scoring.scorecard import Scorecard
@@ -24,64 +25,47 @@ def _name(b: BuildScore) -> str:
     return f"{b.build} (reference)" if b.reference else b.build
 
 
+# A per-build table is its columns: a header and how a build's cell reads.
+Column = tuple[str, Callable[[BuildScore], str]]
+
+
+def _outcome_column(name: str) -> Column:
+    return name, lambda b: str(getattr(b.outcomes, name))
+
+
+_RATE_COLUMNS: tuple[Column, ...] = (
+    ("build", _name),
+    ("scheme", lambda b: b.scheme or MISSING),
+    ("bits", lambda b: number(b.bits_per_weight, 1)),
+    ("episodes", lambda b: str(b.episodes)),
+    ("navigation", lambda b: rate_text(b.navigation)),
+    ("recognised | reached", lambda b: rate_text(b.recognition)),
+    ("success", lambda b: rate_text(b.success)),
+    ("pass^1", lambda b: number(b.pass_hat_1)),
+    ("pass^k", lambda b: f"{number(b.pass_hat_k)} (k={b.pass_k})" if b.pass_k else MISSING),
+)
+_OUTCOME_COLUMNS: tuple[Column, ...] = (
+    ("build", _name),
+    *(_outcome_column(name) for name in OutcomeCounts.model_fields),
+    ("infra attempts", lambda b: str(b.infra_error_attempts)),
+    ("unscored (infra)", lambda b: str(b.unresolved_infra_errors)),
+    ("mean steps", lambda b: number(b.mean_steps, 1)),
+    ("invalid actions", lambda b: f"{b.invalid_actions} ({number(b.invalid_action_rate, 3)}/step)"),
+)
+
+
+def per_build_table(title: str, card: Scorecard, columns: Sequence[Column]) -> TextTable:
+    """One row per build of the scorecard, one cell per column."""
+    rows = tuple(tuple(cell(b) for _, cell in columns) for b in card.builds)
+    return TextTable(title, tuple(header for header, _ in columns), rows)
+
+
 def rates_table(card: Scorecard) -> TextTable:
-    rows = tuple(
-        (
-            _name(b),
-            b.scheme or MISSING,
-            number(b.bits_per_weight, 1),
-            str(b.episodes),
-            rate_text(b.navigation),
-            rate_text(b.recognition),
-            rate_text(b.success),
-            number(b.pass_hat_1),
-            f"{number(b.pass_hat_k)} (k={b.pass_k})" if b.pass_k else MISSING,
-        )
-        for b in card.builds
-    )
-    headers = (
-        "build",
-        "scheme",
-        "bits",
-        "episodes",
-        "navigation",
-        "recognised | reached",
-        "success",
-        "pass^1",
-        "pass^k",
-    )
-    return TextTable("Rates (Wilson 95% intervals)", headers, rows)
+    return per_build_table("Rates (Wilson 95% intervals)", card, _RATE_COLUMNS)
 
 
 def outcomes_table(card: Scorecard) -> TextTable:
-    rows = tuple(
-        (
-            _name(b),
-            str(b.outcomes.success),
-            str(b.outcomes.undone),
-            str(b.outcomes.no_stop),
-            str(b.outcomes.premature_done),
-            str(b.outcomes.nav_fail),
-            str(b.infra_error_attempts),
-            str(b.unresolved_infra_errors),
-            number(b.mean_steps, 1),
-            f"{b.invalid_actions} ({number(b.invalid_action_rate, 3)}/step)",
-        )
-        for b in card.builds
-    )
-    headers = (
-        "build",
-        "success",
-        "undone",
-        "no_stop",
-        "premature_done",
-        "nav_fail",
-        "infra attempts",
-        "unscored (infra)",
-        "mean steps",
-        "invalid actions",
-    )
-    return TextTable("Outcomes", headers, rows)
+    return per_build_table("Outcomes", card, _OUTCOME_COLUMNS)
 
 
 def cost_table(card: Scorecard) -> TextTable:
@@ -207,6 +191,18 @@ def drill_down_table(card: Scorecard) -> TextTable | None:
     return TextTable("Drill-down by task (exploratory; Benjamini–Hochberg)", headers, rows)
 
 
+def scorecard_tables(card: Scorecard, *, drill_down: bool) -> list[TextTable | None]:
+    """The tables scorecard.md and the terminal both show, in order (None: the run has no such table)."""
+    tables = [
+        rates_table(card),
+        outcomes_table(card),
+        cost_table(card),
+        regression_table(card),
+        per_task_table(card),
+    ]
+    return [*tables, drill_down_table(card)] if drill_down else tables
+
+
 def sentences(card: Scorecard) -> list[str]:
     return [c.sentence for c in card.regression.builds] if card.regression else []
 
@@ -269,16 +265,7 @@ def render_markdown(card: Scorecard) -> str:
         parts += ["## Verdicts", "", *(f"- {s}" for s in said), ""]
     if card.notes:
         parts += ["## Notes", "", *(f"- {n}" for n in card.notes), ""]
-    tables = [
-        rates_table(card),
-        outcomes_table(card),
-        cost_table(card),
-        regression_table(card),
-        per_task_table(card),
-        drill_down_table(card),
-        *ladder_tables(card),
-        fidelity_table(card.fidelity),
-    ]
+    tables = [*scorecard_tables(card, drill_down=True), *ladder_tables(card), fidelity_table(card.fidelity)]
     parts += [markdown_table(t) + "\n" for t in tables if t is not None]
     parts += split_table(card.splits)
     parts.append(

@@ -9,9 +9,9 @@ import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from agent_eval.closing import Closing
 from agent_eval.errors import RunStoreError
 from agent_eval.rundir import EPISODES_FILE
 
@@ -35,7 +35,7 @@ class _ReportHandler(SimpleHTTPRequestHandler):
         pass  # a page with hundreds of thumbnails would flood the terminal
 
 
-class RunServer:
+class RunServer(Closing):
     """An HTTP server for one run directory, answering from a daemon thread until closed."""
 
     def __init__(self, run_dir: Path, port: int = 0) -> None:
@@ -64,14 +64,6 @@ class RunServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
-
-    def __enter__(self) -> RunServer:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def _newer(path: Path, *than: Path) -> bool:

@@ -9,14 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agent_eval.report.markdown import (
-    cost_table,
-    drill_down_table,
-    outcomes_table,
-    per_task_table,
-    rates_table,
-    regression_table,
-)
+from agent_eval.report.markdown import scorecard_tables
 from agent_eval.report.text import TextTable
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.scoring.splits import split_table
@@ -64,16 +57,7 @@ def render(card: Scorecard, console: Console, *, drill_down: bool = False) -> No
             console.print(_styled_sentence(comparison.sentence))
     for note in card.notes:
         console.print(Text(f"note: {note}", style="dim"))
-    tables = [
-        rates_table(card),
-        outcomes_table(card),
-        cost_table(card),
-        regression_table(card),
-        per_task_table(card),
-    ]
-    if drill_down:
-        tables.append(drill_down_table(card))
-    for table in tables:
+    for table in scorecard_tables(card, drill_down=drill_down):
         if table is not None:
             console.print()
             # Printed above the table, not as its title: rich would wrap a title to a narrow table's width.

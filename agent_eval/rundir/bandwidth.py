@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from agent_eval.records import StrictModel
 
 BANDWIDTH_FILE = "bandwidth.json"
 
 
-class HostBandwidth(BaseModel):
+class HostBandwidth(StrictModel):
     """bandwidth.json in a run dir: the streaming-read bench's result."""
-
-    model_config = ConfigDict(extra="forbid")
 
     read_gbs: float = Field(description="Best streaming-read rate over the repeats, GB/s (1e9 bytes).")
     buffer_mb: int = Field(description="Size of the buffer read, MB: far larger than the caches.")

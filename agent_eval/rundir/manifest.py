@@ -16,10 +16,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from agent_eval.errors import RunStoreError
-from agent_eval.records import BuildManifest
+from agent_eval.records import BuildManifest, StrictModel
 from agent_eval.rundir.layout import MANIFEST_FILE, require_run_dir
 
 # Config keys a continued run may change: more seeds, another device.
@@ -37,10 +37,8 @@ _PACKAGES = (
 )
 
 
-class TaskEntry(BaseModel):
+class TaskEntry(StrictModel):
     """A task as the run resolved it: editing the file changes the hash, and the run refuses to continue."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str
     version: int
@@ -51,10 +49,8 @@ class TaskEntry(BaseModel):
     split: str = Field("train", description="train, or held_out: never in the tuning data.")
 
 
-class RunManifest(BaseModel):
+class RunManifest(StrictModel):
     """run.json: what a run measured, so two configurations are never mixed in one directory."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: int = 1
     run_id: str

@@ -12,6 +12,7 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+from agent_eval.closing import Closing
 from agent_eval.errors import RunStoreError
 from agent_eval.records import EpisodeRecord, Outcome
 from agent_eval.rundir.attempts import episode_key
@@ -25,7 +26,7 @@ from agent_eval.rundir.manifest import (
 )
 
 
-class RunStore:
+class RunStore(Closing):
     """One run directory. Open it with `open()` before writing; several threads may append at once."""
 
     def __init__(self, run_dir: Path | str) -> None:
@@ -96,12 +97,6 @@ class RunStore:
         if self._lock_file is not None:
             os.close(self._lock_file)  # closing releases the flock
             self._lock_file = None
-
-    def __enter__(self) -> RunStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- episodes ----------------------------------------------------------------------------------------
 

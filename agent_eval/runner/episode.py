@@ -32,13 +32,16 @@ from agent_eval.task import TaskInstance, goal_holds, start_episode
 
 @dataclass
 class _Tally:
-    """What an episode has accumulated so far (kept even when it ends in an infra error)."""
+    """What an episode has accumulated so far (kept even when it ends in an infra error).
 
-    timeline: list[bool] = field(default_factory=list)
+    Its fields are the episode record's own, under the record's names.
+    """
+
+    goal_timeline: list[bool] = field(default_factory=list)
     steps: int = 0
-    invalid: int = 0
+    invalid_actions: int = 0
     said: Said | None = None
-    said_at: int | None = None
+    said_at_step: int | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency: StepLatency = field(default_factory=StepLatency)
@@ -75,44 +78,59 @@ def run_episode(
     state is broken (its goal already holds, or a verify task's does not). InfraError never escapes: it
     becomes an infra_error record, which the caller retries.
     """
-    started = datetime.now(UTC)
+    where = str(episode_dir.relative_to(relative_to)) if relative_to else str(episode_dir)
+    played = Played(run_id, build, device.serial, manifest, attempt, where, datetime.now(UTC))
     tally = _Tally()
     error: str | None = None
     try:
         _play(device, instance, policy, episode_dir, tally, snapshot)
-        outcome = classify(tally.timeline, tally.said)
+        outcome = classify(tally.goal_timeline, tally.said)
     except InfraError as e:
         outcome, error = Outcome.INFRA_ERROR, str(e)
-    timeline = tally.timeline
-    first_reached = next((i for i, held in enumerate(timeline) if held), None)
+    return _record(instance, played, tally, outcome, error)
+
+
+@dataclass(frozen=True)
+class Played:
+    """As what and where an attempt was played: what its record says whatever the outcome.
+
+    Its fields are the episode record's own, under the record's names.
+    """
+
+    run_id: str
+    build: str
+    device: str  # the serial
+    build_manifest: BuildManifest | None
+    attempt: int
+    episode_dir: str  # as recorded: relative to the run directory when that is known
+    started_at: datetime
+
+
+def infra_error_record(instance: TaskInstance, played: Played, error: str) -> EpisodeRecord:
+    """The record of an attempt of which nothing came back (its remote phone died with it)."""
+    return _record(instance, played, _Tally(), Outcome.INFRA_ERROR, error)
+
+
+def _record(
+    instance: TaskInstance, played: Played, tally: _Tally, outcome: Outcome, error: str | None
+) -> EpisodeRecord:
+    scored = outcome is not Outcome.INFRA_ERROR
+    reached_at = next((i for i, held in enumerate(tally.goal_timeline) if held), None)
     return EpisodeRecord(
-        run_id=run_id,
-        build=build,
+        **vars(played),
+        **vars(tally),
         task_id=instance.id,
-        task_version=instance.version,
+        task_version=instance.task.version,
         seed=instance.seed,
         params=dict(instance.params),
         verify=instance.verify,
+        max_steps=instance.task.max_steps,
         outcome=outcome,
-        reached=outcome is not Outcome.INFRA_ERROR and any(timeline),
+        reached=scored and reached_at is not None,
         success=outcome is Outcome.SUCCESS,
-        said=tally.said,
-        said_at_step=tally.said_at,
-        goal_timeline=timeline,
-        first_reached_step=first_reached if outcome is not Outcome.INFRA_ERROR else None,
-        steps=tally.steps,
-        invalid_actions=tally.invalid,
-        max_steps=instance.max_steps,
-        device=device.serial,
-        build_manifest=manifest,
-        started_at=started,
+        first_reached_step=reached_at if scored else None,
         finished_at=datetime.now(UTC),
-        latency=tally.latency,
-        prompt_tokens=tally.prompt_tokens,
-        completion_tokens=tally.completion_tokens,
-        attempt=attempt,
         error=error,
-        episode_dir=str(episode_dir.relative_to(relative_to)) if relative_to else str(episode_dir),
     )
 
 
@@ -131,7 +149,7 @@ def _first_look(
         state = "already holds" if held else "does not hold"
         kind = "a verify task must start in its goal state" if instance.verify else "its setup is broken"
         raise TaskError(f"{instance.task.where}: goal {state} at the start of seed {instance.seed} — {kind}")
-    tally.timeline.append(held)
+    tally.goal_timeline.append(held)
     return observation, observe_s, check_s
 
 
@@ -153,7 +171,7 @@ def _look(device: EpisodeDevice, instance: TaskInstance, tally: _Tally, lat: Ste
     observation = device.observe()
     lat.observe_s += time.perf_counter() - t0
     t0 = time.perf_counter()
-    tally.timeline.append(goal_holds(instance.goal_state, device, observation))
+    tally.goal_timeline.append(goal_holds(instance.goal_state, device, observation))
     lat.check_s += time.perf_counter() - t0
     return observation
 
@@ -171,14 +189,14 @@ def _play(
     history: list[PastStep] = []
     steps_file = (episode_dir / STEPS_FILE).open("a", encoding="utf-8")
     with steps_file:
-        for step in range(1, instance.max_steps + 1):
+        for step in range(1, instance.task.max_steps + 1):
             lat = StepLatency(observe_s=first_observe_s, check_s=first_check_s)
             first_observe_s = first_check_s = 0.0
             step_start = time.perf_counter() - lat.observe_s - lat.check_s
             context = StepContext(
                 goal=instance.goal,
                 step=step,
-                max_steps=instance.max_steps,
+                max_steps=instance.task.max_steps,
                 observation=observation,
                 history=tuple(history),
                 seed=instance.seed,
@@ -193,21 +211,21 @@ def _play(
 
             if action is not None and action.is_terminal:
                 tally.said = "done" if action.type.value == "done" else "infeasible"
-                tally.said_at = step
+                tally.said_at_step = step
             elif action is None:
-                tally.invalid += 1
+                tally.invalid_actions += 1
                 # Nothing was sent to the device, so the screen and the goal are as they were.
-                tally.timeline.append(tally.timeline[-1])
+                tally.goal_timeline.append(tally.goal_timeline[-1])
             else:
                 rejected = _act(device, action, observation, lat)
                 if rejected is not None:
-                    tally.invalid += 1
+                    tally.invalid_actions += 1
                     record.invalid_reason = rejected
                     summary = f"{summary} (rejected: {rejected})"
                 observation = _look(device, instance, tally, lat)
 
             history.append(PastStep(step=step, action=action, summary=summary))
-            record.goal_after = tally.timeline[-1]
+            record.goal_after = tally.goal_timeline[-1]
             measured = lat.observe_s + lat.model_s + lat.act_s + lat.check_s
             record.latency = lat
             # Harness time is measured last so that writing this step's record is counted in it.

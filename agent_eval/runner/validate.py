@@ -26,15 +26,15 @@ INFRA_ATTEMPTS = 2
 class TaskCheck:
     """The verdict on one task instance (one seed)."""
 
-    task_id: str
-    seed: int
-    params: dict[str, str]
-    verify: bool
-    ok: bool
+    instance: TaskInstance
     outcome: str  # an Outcome value, or "broken start" / "start checked" / "error"
     steps: int
     seconds: float
-    problem: str = ""
+    problem: str = ""  # what is wrong with the task; "" when it is valid
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
 
 
 def seeds_for(task: Task, limit: int | None) -> range:
@@ -64,17 +64,7 @@ def _invalid_reasons(episode_dir: Path) -> list[str]:
 def _verdict(
     instance: TaskInstance, started: float, outcome: str, steps: int = 0, problem: str = ""
 ) -> TaskCheck:
-    return TaskCheck(
-        task_id=instance.id,
-        seed=instance.seed,
-        params=dict(instance.params),
-        verify=instance.verify,
-        ok=not problem,
-        outcome=outcome,
-        steps=steps,
-        seconds=time.perf_counter() - started,
-        problem=problem,
-    )
+    return TaskCheck(instance, outcome, steps, time.perf_counter() - started, problem)
 
 
 def check_instance(

@@ -7,19 +7,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Annotated, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from agent_eval.records import EngineRecord, EpisodeRecord, Outcome, StepLatency
+from agent_eval.records import EngineRecord, EpisodeRecord, Outcome, StepLatency, StrictModel
 from agent_eval.scoring.stats import mean_pass_at_k, mean_pass_hat_k, wilson_interval
 
 PASS_K_CAP = 5
 
 
-class Rate(BaseModel):
+class Rate(StrictModel):
     """A proportion with its Wilson 95% interval."""
-
-    model_config = ConfigDict(extra="forbid")
 
     count: int = Field(description="Episodes that scored (the numerator).")
     of: int = Field(description="Episodes it is a share of (the denominator).")
@@ -39,10 +38,8 @@ def rate(count: int, of: int) -> Rate:
     )
 
 
-class OutcomeCounts(BaseModel):
+class OutcomeCounts(StrictModel):
     """How many scored episodes ended each way (infra errors are never here)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     success: int = Field(
         0, description="Reached the goal, said done while it held, and it still held at the end."
@@ -53,42 +50,57 @@ class OutcomeCounts(BaseModel):
     nav_fail: int = Field(0, description="Never reached the goal and never stopped.")
 
 
-class LatencyPerStep(BaseModel):
-    """Mean wall-clock seconds per step, split by where they went."""
+class LatencyPerStep(StepLatency):
+    """Mean wall-clock seconds per step, split by where they went (the phases of a step's StepLatency)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    observe_s: float = Field(description="Screenshot, UI dump and settle wait.")
-    model_s: float = Field(description="The model call, end to end.")
-    act_s: float = Field(description="Executing the action on the device.")
-    check_s: float = Field(description="Evaluating the goal state after the action.")
-    harness_s: float = Field(description="Everything else: prompting, parsing, recording.")
     total_s: float = Field(description="The sum of the five.")
 
 
-class TaskScore(BaseModel):
-    """One build on one task."""
+# The fields several scorecard models share: each has one type and one meaning wherever it appears.
+BuildName = Annotated[str, Field(description="The build's name.")]
+Navigation = Annotated[
+    Rate, Field(description="P(reached): the goal state held at some point; Wilson 95% interval.")
+]
+Recognition = Annotated[
+    Rate,
+    Field(
+        description="Completion recognition, P(success | reached): of the episodes that got there, "
+        "how many noticed."
+    ),
+]
+Success = Annotated[
+    Rate,
+    Field(
+        description="P(success): got there, said done while it held, did not undo it; Wilson 95% interval."
+    ),
+]
+Outcomes = Annotated[OutcomeCounts, Field(description="Scored episodes by outcome.")]
+MeanSteps = Annotated[float | None, Field(description="Mean steps per scored episode.")]
+InvalidActions = Annotated[int, Field(description="Answers that could not be turned into an action, summed.")]
+InvalidActionRate = Annotated[float | None, Field(description="Invalid answers per step.")]
+DecodeTokS = Annotated[
+    float | None, Field(description="Engine decode throughput, tokens/s (engines/<build>.json).")
+]
+PeakRssMb = Annotated[float | None, Field(description="Peak resident anonymous memory of the engine, MB.")]
 
-    model_config = ConfigDict(extra="forbid")
+
+class TaskScore(StrictModel):
+    """One build on one task."""
 
     task_id: str = Field(description="The task's id.")
     episodes: int = Field(description="Scored episodes (seeds) of this build on this task.")
-    navigation: Rate = Field(description="P(reached): the goal state held at some point.")
-    recognition: Rate = Field(
-        description="P(success | reached): of the episodes that got there, how many noticed."
-    )
-    success: Rate = Field(description="P(success): got there, said done while it held, did not undo it.")
-    outcomes: OutcomeCounts = Field(description="Scored episodes by outcome.")
-    mean_steps: float | None = Field(description="Mean steps per scored episode.")
+    navigation: Navigation
+    recognition: Recognition
+    success: Success
+    outcomes: Outcomes
+    mean_steps: MeanSteps
     infra_error_attempts: int = Field(description="Attempts on this task that ended in an infra error.")
 
 
-class BuildScore(BaseModel):
+class BuildScore(StrictModel):
     """Everything the scorecard says about one build."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    build: str = Field(description="The build's name.")
+    build: BuildName
     reference: bool = Field(description="True for the reference build the others are compared with.")
     scheme: str | None = Field(description="Quantization scheme from the build manifest (bf16, w4a16, ...).")
     bits_per_weight: float | None = Field(description="Bits per weight from the build manifest.")
@@ -99,27 +111,23 @@ class BuildScore(BaseModel):
         description="Scored episodes: the last attempt of each (task, seed), infra errors out."
     )
     tasks: int = Field(description="Tasks with at least one scored episode.")
-    navigation: Rate = Field(description="P(reached) over scored episodes, with Wilson 95% interval.")
-    recognition: Rate = Field(
-        description="Completion recognition, P(success | reached), with Wilson 95% interval."
-    )
-    success: Rate = Field(description="P(success) over scored episodes, with Wilson 95% interval.")
-    outcomes: OutcomeCounts = Field(description="Scored episodes by outcome.")
+    navigation: Navigation
+    recognition: Recognition
+    success: Success
+    outcomes: Outcomes
     infra_error_attempts: int = Field(description="Attempts that ended in an infra error (retried or not).")
     unresolved_infra_errors: int = Field(
         description="(task, seed) whose last attempt was an infra error: not scored, so not in any rate."
     )
-    mean_steps: float | None = Field(description="Mean steps per scored episode.")
-    invalid_actions: int = Field(description="Answers that could not be turned into an action, summed.")
-    invalid_action_rate: float | None = Field(description="Invalid actions per step.")
+    mean_steps: MeanSteps
+    invalid_actions: InvalidActions
+    invalid_action_rate: InvalidActionRate
     latency_per_step: LatencyPerStep | None = Field(
         description="Mean seconds per step by phase; null with no steps."
     )
-    decode_tok_s: float | None = Field(
-        description="Engine decode throughput, tokens/s (engines/<build>.json)."
-    )
+    decode_tok_s: DecodeTokS
     prefill_tok_s: float | None = Field(description="Engine prefill throughput, tokens/s.")
-    peak_rss_mb: float | None = Field(description="Peak resident anonymous memory of the engine, MB.")
+    peak_rss_mb: PeakRssMb
     settled_rss_mb: float | None = Field(description="Engine memory once loaded and idle, MB.")
     pass_hat_1: float | None = Field(description="pass^1: mean over tasks of the task's success rate.")
     pass_k: int | None = Field(description="k of pass_hat_k and pass_at_k: min(fewest seeds on a task, 5).")
@@ -138,10 +146,6 @@ def _outcomes(episodes: Sequence[EpisodeRecord]) -> OutcomeCounts:
     return counts
 
 
-def _mean_steps(episodes: Sequence[EpisodeRecord]) -> float | None:
-    return sum(e.steps for e in episodes) / len(episodes) if episodes else None
-
-
 def _latency(episodes: Sequence[EpisodeRecord]) -> LatencyPerStep | None:
     steps = sum(e.steps for e in episodes)
     if steps == 0:
@@ -152,26 +156,32 @@ def _latency(episodes: Sequence[EpisodeRecord]) -> LatencyPerStep | None:
     return LatencyPerStep(**phases, total_s=sum(phases.values()))
 
 
-def _three_rates(episodes: Sequence[EpisodeRecord]) -> tuple[Rate, Rate, Rate]:
+class _EpisodeNumbers(TypedDict):
+    """What a build's score and each of its task scores compute alike from their scored episodes."""
+
+    navigation: Rate
+    recognition: Rate
+    success: Rate
+    outcomes: OutcomeCounts
+    mean_steps: float | None
+
+
+def _episode_numbers(episodes: Sequence[EpisodeRecord]) -> _EpisodeNumbers:
     reached = sum(e.reached for e in episodes)
-    succeeded = sum(e.success for e in episodes)
     # success implies reached by the outcome table, so the conditional's numerator is the success count.
     recognised = sum(e.success and e.reached for e in episodes)
-    return rate(reached, len(episodes)), rate(recognised, reached), rate(succeeded, len(episodes))
+    return _EpisodeNumbers(
+        navigation=rate(reached, len(episodes)),
+        recognition=rate(recognised, reached),
+        success=rate(sum(e.success for e in episodes), len(episodes)),
+        outcomes=_outcomes(episodes),
+        mean_steps=sum(e.steps for e in episodes) / len(episodes) if episodes else None,
+    )
 
 
 def _task_score(task_id: str, episodes: Sequence[EpisodeRecord], infra_attempts: int) -> TaskScore:
-    navigation, recognition, success = _three_rates(episodes)
-    return TaskScore(
-        task_id=task_id,
-        episodes=len(episodes),
-        navigation=navigation,
-        recognition=recognition,
-        success=success,
-        outcomes=_outcomes(episodes),
-        mean_steps=_mean_steps(episodes),
-        infra_error_attempts=infra_attempts,
-    )
+    numbers = _episode_numbers(episodes)
+    return TaskScore(task_id=task_id, episodes=len(episodes), infra_error_attempts=infra_attempts, **numbers)
 
 
 def build_score(
@@ -195,7 +205,6 @@ def build_score(
     manifest = next((e.build_manifest for e in episodes if e.build_manifest is not None), None)
     steps = sum(e.steps for e in episodes)
     invalid = sum(e.invalid_actions for e in episodes)
-    navigation, recognition, success = _three_rates(episodes)
     return BuildScore(
         build=build,
         reference=reference,
@@ -204,13 +213,9 @@ def build_score(
         engine=manifest.engine if manifest else (engine.engine if engine else None),
         episodes=len(episodes),
         tasks=len(by_task),
-        navigation=navigation,
-        recognition=recognition,
-        success=success,
-        outcomes=_outcomes(episodes),
+        **_episode_numbers(episodes),
         infra_error_attempts=sum(infra_attempts_by_task.values()),
         unresolved_infra_errors=unresolved,
-        mean_steps=_mean_steps(episodes),
         invalid_actions=invalid,
         invalid_action_rate=invalid / steps if steps else None,
         latency_per_step=_latency(episodes),

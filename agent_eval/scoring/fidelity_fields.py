@@ -7,15 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
+
+from agent_eval.records import StrictModel
 
 FIDELITY_FILE = "fidelity.json"
 
 
-class FidelityRow(BaseModel):
+class FidelityRow(StrictModel):
     """One build's teacher-forced fidelity to the reference (details in fidelity.json)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     build: str = Field(description="The build probed on the reference's recorded steps.")
     steps: int = Field(description="Recorded steps replayed to this build.")

@@ -8,20 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from agent_eval.records import EpisodeRecord, RungInfo
-from agent_eval.scoring.build_score import BuildScore, Rate
+from agent_eval.records import EpisodeRecord, RungInfo, StrictModel
+from agent_eval.scoring.build_score import BuildName, BuildScore, DecodeTokS, Navigation, PeakRssMb, Success
 from agent_eval.scoring.regression import METRIC_WORDS, BuildComparison, MetricComparison, Regression
 from agent_eval.scoring.stats import Verdict
 
 
-class LadderRung(BaseModel):
+class LadderRung(StrictModel):
     """One rung of the ladder: a build's grid, its rates, and its verdicts against the reference."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    build: str = Field(description="The build's name.")
+    build: BuildName
     label: str = Field(description="Its grid in words, e.g. 'int4 g64 asym GPTQ (rounded, bf16 speed)'.")
     method: str = Field(description="none (the reference), rtn, gptq, awq or gguf.")
     bits_per_weight: float | None = Field(description="Bits per weight including scale/zero overhead.")
@@ -31,16 +29,16 @@ class LadderRung(BaseModel):
     )
     calibration_hash: str | None = Field(description="sha256 of its calibration prompts (gptq/awq).")
     weights_hash: str | None = Field(description="Content hash of its weight files.")
-    navigation: Rate = Field(description="Its P(reached) with Wilson 95% interval.")
-    success: Rate = Field(description="Its P(success), completion recognised, with Wilson 95% interval.")
+    navigation: Navigation
+    success: Success
     navigation_delta: MetricComparison | None = Field(
         description="Navigation against the reference (Δ, interval, verdict); null for the reference."
     )
     success_delta: MetricComparison | None = Field(
         description="Completion recognition against the reference; null for the reference."
     )
-    decode_tok_s: float | None = Field(description="Engine decode tokens/s (bf16's when served is bf16).")
-    peak_rss_mb: float | None = Field(description="Engine peak memory, MB (bf16's when served is bf16).")
+    decode_tok_s: DecodeTokS
+    peak_rss_mb: PeakRssMb
     weight_bytes_per_token: int | None = Field(
         description="Weight bytes one decoded token reads: its checkpoint's safetensors."
     )
@@ -52,10 +50,8 @@ class LadderRung(BaseModel):
     )
 
 
-class Ladder(BaseModel):
+class Ladder(StrictModel):
     """The rungs from most to fewest bits, and the lowest non-inferior rung per metric."""
-
-    model_config = ConfigDict(extra="forbid")
 
     rungs: list[LadderRung] = Field(
         description="The reference first, then rungs by bits per weight, high to low."

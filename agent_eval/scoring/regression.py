@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from agent_eval.records import EpisodeRecord
+from agent_eval.records import EpisodeRecord, StrictModel
 from agent_eval.scoring.adaptive import e_value
 from agent_eval.scoring.stats import (
     ALPHA,
@@ -37,10 +37,8 @@ def _scored(episode: EpisodeRecord, metric: Metric) -> bool:
     return episode.reached if metric == "navigation" else episode.success
 
 
-class MetricComparison(BaseModel):
+class MetricComparison(StrictModel):
     """One build against the reference on one metric, pooled over the tasks' paired episodes."""
-
-    model_config = ConfigDict(extra="forbid")
 
     metric: Metric = Field(description="navigation (reached) or success (completion recognised).")
     pairs: int = Field(description="Paired episodes: same task and seed run by both builds.")
@@ -73,10 +71,8 @@ class MetricComparison(BaseModel):
     )
 
 
-class TaskComparison(BaseModel):
+class TaskComparison(StrictModel):
     """The exploratory drill-down: one build against the reference on one task and metric."""
-
-    model_config = ConfigDict(extra="forbid")
 
     task_id: str = Field(description="The task whose seeds are compared.")
     metric: Metric = Field(description="navigation or success.")
@@ -90,10 +86,8 @@ class TaskComparison(BaseModel):
     )
 
 
-class BuildComparison(BaseModel):
+class BuildComparison(StrictModel):
     """One build's regression verdicts against the reference."""
-
-    model_config = ConfigDict(extra="forbid")
 
     build: str = Field(description="The build compared.")
     bits_per_weight: float | None = Field(description="From its manifest; builds are listed high to low.")
@@ -106,10 +100,8 @@ class BuildComparison(BaseModel):
     sentence: str = Field(description="The verdict in one plain sentence.")
 
 
-class Regression(BaseModel):
+class Regression(StrictModel):
     """Every build against the reference."""
-
-    model_config = ConfigDict(extra="forbid")
 
     reference: str = Field(description="The reference build.")
     margin: float = Field(description="Non-inferiority margin δ: the largest drop that does not matter.")

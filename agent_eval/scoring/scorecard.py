@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agent_eval.errors import ConfigError, RunStoreError
-from agent_eval.records import EngineRecord, EpisodeRecord
+from agent_eval.records import EngineRecord, EpisodeRecord, StrictModel
 from agent_eval.rundir import (
     EPISODES_FILE,
     MANIFEST_FILE,
@@ -33,10 +33,8 @@ from agent_eval.scoring.stats import ALPHA, DEFAULT_MARGIN
 SCORECARD_SCHEMA_VERSION = 1
 
 
-class Scorecard(BaseModel):
+class Scorecard(StrictModel):
     """scorecard.json: everything the report shows, recomputable from the run directory."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: int = Field(SCORECARD_SCHEMA_VERSION, description="Bumped when a field changes meaning.")
     run_id: str = Field(description="The run this scores.")

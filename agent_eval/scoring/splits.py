@@ -10,27 +10,33 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from agent_eval.records import EpisodeRecord
-from agent_eval.scoring.build_score import Rate, rate
+from agent_eval.records import EpisodeRecord, StrictModel
+from agent_eval.scoring.build_score import (
+    BuildName,
+    InvalidActionRate,
+    InvalidActions,
+    Navigation,
+    Rate,
+    Success,
+    rate,
+)
 
 SPLITS = ("train", "held_out")
 
 
-class SplitScore(BaseModel):
+class SplitScore(StrictModel):
     """One build's rates on the tasks of one split."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    build: str = Field(description="The build's name.")
+    build: BuildName
     split: str = Field(description="train, or held_out (never in the tuning data).")
     tasks: int = Field(description="Tasks of this split with a scored episode.")
-    success: Rate = Field(description="P(success) over this split's scored episodes, Wilson 95% interval.")
-    navigation: Rate = Field(description="P(reached) over this split's scored episodes, Wilson 95% interval.")
-    invalid_actions: int = Field(description="Answers that could not be turned into an action, summed.")
+    success: Success
+    navigation: Navigation
+    invalid_actions: InvalidActions
     steps: int = Field(description="Steps played in this split's scored episodes.")
-    invalid_action_rate: float | None = Field(description="Invalid answers per step.")
+    invalid_action_rate: InvalidActionRate
 
 
 def split_scores(scored: Sequence[EpisodeRecord], task_splits: Mapping[str, str]) -> list[SplitScore]:

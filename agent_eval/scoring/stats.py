@@ -39,22 +39,23 @@ def _check_counts(successes: int, trials: int) -> None:
         raise ValueError(f"need 0 <= successes <= trials, got {successes}/{trials}")
 
 
-def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> Interval | None:
-    """Wilson score interval; None when there are no trials (a rate of nothing has no interval)."""
+def _proportion_interval(successes: int, trials: int, confidence: float, method: str) -> Interval | None:
+    """statsmodels' two-sided interval of a proportion by `method`; None when there are no trials."""
     _check_counts(successes, trials)
     if trials == 0:
         return None
-    low, high = proportion_confint(successes, trials, alpha=1 - confidence, method="wilson")
+    low, high = proportion_confint(successes, trials, alpha=1 - confidence, method=method)
     return Interval(float(low), float(high))
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> Interval | None:
+    """Wilson score interval; None when there are no trials (a rate of nothing has no interval)."""
+    return _proportion_interval(successes, trials, confidence, "wilson")
 
 
 def clopper_pearson_interval(successes: int, trials: int, confidence: float = 0.95) -> Interval | None:
     """Exact (Clopper–Pearson) interval: coverage is guaranteed, so use it where a bound must hold."""
-    _check_counts(successes, trials)
-    if trials == 0:
-        return None
-    low, high = proportion_confint(successes, trials, alpha=1 - confidence, method="beta")
-    return Interval(float(low), float(high))
+    return _proportion_interval(successes, trials, confidence, "beta")
 
 
 def clopper_pearson_upper(successes: int, trials: int, confidence: float = 0.95) -> float:

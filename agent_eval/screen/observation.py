@@ -56,6 +56,16 @@ class Element:
     node: int = -1  # position of this node in Observation.all_nodes (-1: unknown)
     parent: int = -1  # position of the parent node in Observation.all_nodes (-1: the root or unknown)
 
+    def flags(self) -> list[str]:
+        """The states set on it, of selected, scrollable, focused and disabled, in that order."""
+        states = {
+            "selected": self.selected,
+            "scrollable": self.scrollable,
+            "focused": self.focused,
+            "disabled": not self.enabled,
+        }
+        return [name for name, on in states.items() if on]
+
 
 @dataclass(frozen=True)
 class Observation:

@@ -142,10 +142,5 @@ def describe(element: Element) -> str:
         parts.append(f"id={element.resource_id.rsplit('/', 1)[-1]}")
     if element.checkable:
         parts.append("checked" if element.checked else "unchecked")
-    if element.selected:
-        parts.append("selected")
-    if element.scrollable:
-        parts.append("scrollable")
-    if not element.enabled:
-        parts.append("disabled")
+    parts.extend(flag for flag in element.flags() if flag != "focused")
     return " ".join(parts)

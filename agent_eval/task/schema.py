@@ -336,14 +336,6 @@ class TaskInstance:
         return self.task.id
 
     @property
-    def version(self) -> int:
-        return self.task.version
-
-    @property
-    def max_steps(self) -> int:
-        return self.task.max_steps
-
-    @property
     def verify(self) -> bool:
         return self.task.verify
 

@@ -6,7 +6,6 @@ elided, as recorded) and the answer the model is taught.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agent_eval.builds.adapter import sha256_file
 from agent_eval.errors import ConfigError
 
 DATASET_FILE = "dataset.jsonl"
@@ -51,21 +51,13 @@ class DatasetSummary(BaseModel):
     played_steps: int = 0  # expert steps recorded, before duplicates and surplus `done` were dropped
 
 
-def file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def write_dataset(examples: list[Example], out_dir: Path, **summary: Any) -> DatasetSummary:
     path = out_dir / DATASET_FILE
     with path.open("w", encoding="utf-8") as f:
         for ex in examples:
             f.write(json.dumps(ex.model_dump(mode="json"), ensure_ascii=False, sort_keys=True) + "\n")
     result = DatasetSummary(
-        hash=file_hash(path),
+        hash=sha256_file(path),
         examples=len(examples),
         episodes=len({ex.episode for ex in examples}),
         prompt_format=examples[0].prompt_format if examples else "",
@@ -84,7 +76,7 @@ def read_dataset(out_dir: Path) -> tuple[list[Example], DatasetSummary]:
     if not path.is_file() or not summary_path.is_file():
         raise ConfigError(f"no dataset in {out_dir}: run `agent-eval tune collect` first")
     summary = DatasetSummary.model_validate_json(summary_path.read_text(encoding="utf-8"))
-    if file_hash(path) != summary.hash:
+    if sha256_file(path) != summary.hash:
         raise ConfigError(f"{path} does not match the hash in {summary_path}: collect it again")
     lines = path.read_text(encoding="utf-8").splitlines()
     return [Example.model_validate_json(line) for line in lines if line.strip()], summary
