@@ -13,6 +13,7 @@ from _synthetic import SyntheticRun, write_synthetic_run
 from scripted_teacher import TeacherEndpoint
 
 from agent_eval.action import Action, ActionType
+from agent_eval.agent import compact
 from agent_eval.agent.prompt import SYSTEM_PROMPT
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.errors import RunStoreError
@@ -160,6 +161,14 @@ def test_steps_from_an_older_prompt_version_are_refused(tmp_path: Path) -> None:
     _record_prompts(tmp_path, system="You are a phone agent (an old prompt).")
     with pytest.raises(RunStoreError, match=r"older prompt version.*run the tasks again"):
         load_source_steps(tmp_path)
+
+
+def test_steps_of_the_tuned_compact_agent_are_replayable(tmp_path: Path) -> None:
+    write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
+    _record_prompts(tmp_path, system=compact.SYSTEM_PROMPT)
+    steps, skipped = load_source_steps(tmp_path)
+    assert steps and not skipped
+    assert all(s.messages[0]["content"] == compact.SYSTEM_PROMPT for s in steps)
 
 
 def test_an_oracle_source_without_oracle_episodes_says_so(tmp_path: Path) -> None:

@@ -60,5 +60,12 @@ def get_agent(name: str | None = None) -> Agent:
         raise ConfigError(f"unknown agent {name!r}; known agents: {sorted(_AGENTS)}") from None
 
 
+def system_prompts() -> set[str]:
+    """The system prompt of every registered agent that has one: a recorded step made with any of them
+    can be replayed today (fidelity), one made with none of them came from an older prompt version."""
+    found = (getattr(getattr(a, "prompt", None), "system", None) for a in _AGENTS.values())
+    return {s for s in found if isinstance(s, str)}
+
+
 register_agent(PromptAgent(DEFAULT_AGENT, build_prompt, action_schema))
 register_agent(PromptAgent("compact", compact.build_prompt, action_schema))  # the tuned default agent

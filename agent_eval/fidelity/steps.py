@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.action import Action, ActionType
-from agent_eval.agent.prompt import SYSTEM_PROMPT
+from agent_eval.agent.agents import system_prompts
 from agent_eval.errors import RunStoreError
 from agent_eval.records import EpisodeRecord, StepRecord
 from agent_eval.rundir import read_episodes, read_steps, settle_attempts
@@ -68,8 +68,8 @@ def _problem(step: StepRecord) -> str | None:
     if not step.prompt:
         return "no prompt recorded"
     system = next((m.get("content") for m in step.prompt if m.get("role") == "system"), None)
-    if system != SYSTEM_PROMPT:
-        return "made by an older prompt version (its system prompt differs from the agent's current one)"
+    if system not in system_prompts():
+        return "made by an older prompt version (its system prompt is no registered agent's current one)"
     for message in step.prompt:
         content = message.get("content")
         if isinstance(content, list) and any(
