@@ -17,7 +17,7 @@ from scripted_endpoint import DONE, ScriptedEndpoint, tap
 
 from agent_eval.agent.agents import PromptAgent, get_agent, register_agent
 from agent_eval.agent.policy import PastStep
-from agent_eval.agent.prompt import Prompt, action_schema, build_prompt, elide_images, prompt_hash
+from agent_eval.agent.prompt import SYSTEM_PROMPT, ChatFormat, action_schema, build_prompt
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.engines import Launch
 from agent_eval.builds.kinds import engine_kind, register_engine_kind
@@ -57,21 +57,14 @@ def run_wifi_grid(tmp_path: Path, builds: list[dict[str, Any]], **spec: Any) -> 
 # -- an agent ----------------------------------------------------------------------------------------------
 
 
-def terse_prompt(
-    goal: str,
-    observation: Observation,
-    *,
-    step: int,
-    max_steps: int,
-    history: Sequence[PastStep] = (),
-    with_image: bool = False,
-) -> Prompt:
-    """The default prompt with one more system line, and no reminder of earlier steps."""
-    default = build_prompt(goal, observation, step=step, max_steps=max_steps, with_image=with_image)
-    system, *rest = default.messages
-    messages = [{"role": "system", "content": system["content"] + "\nBe terse."}, *rest]
-    recorded = elide_images(messages)
-    return Prompt(messages=messages, recorded=recorded, hash=prompt_hash(recorded))
+def no_history(
+    goal: str, observation: Observation, step: int, max_steps: int, history: Sequence[PastStep]
+) -> str:
+    """The default prompt's user text without the reminder of earlier steps."""
+    return build_prompt.user_text(goal, observation, step, max_steps, ())
+
+
+terse_prompt = ChatFormat(SYSTEM_PROMPT + "\nBe terse.", no_history)
 
 
 def test_a_registered_agent_plays_the_builds_that_name_it(phone: str, tmp_path: Path) -> None:
