@@ -13,7 +13,7 @@ from agent_eval.agent import compact
 from agent_eval.agent.llm import LLMPolicy, PromptFormat
 from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Policy
-from agent_eval.agent.prompt import action_schema, build_prompt
+from agent_eval.agent.prompt import ChatFormat, action_schema, build_prompt
 from agent_eval.builds.client import ChatClient
 from agent_eval.errors import ConfigError
 from agent_eval.screen.observation import Observation
@@ -63,8 +63,11 @@ def get_agent(name: str | None = None) -> Agent:
 def system_prompts() -> set[str]:
     """The system prompt of every registered agent that has one: a recorded step made with any of them
     can be replayed today (fidelity), one made with none of them came from an older prompt version."""
-    found = (getattr(getattr(a, "prompt", None), "system", None) for a in _AGENTS.values())
-    return {s for s in found if isinstance(s, str)}
+    return {
+        a.prompt.system
+        for a in _AGENTS.values()
+        if isinstance(a, PromptAgent) and isinstance(a.prompt, ChatFormat)
+    }
 
 
 register_agent(PromptAgent(DEFAULT_AGENT, build_prompt, action_schema))

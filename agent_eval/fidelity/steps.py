@@ -63,12 +63,12 @@ def _chosen(episodes: list[EpisodeRecord], source: StepsFrom, reference: str | N
     return [e for e in episodes if e.build == name]
 
 
-def _problem(step: StepRecord) -> str | None:
+def _problem(step: StepRecord, current_systems: set[str]) -> str | None:
     """Why a recorded step cannot be replayed today, or None."""
     if not step.prompt:
         return "no prompt recorded"
     system = next((m.get("content") for m in step.prompt if m.get("role") == "system"), None)
-    if system not in system_prompts():
+    if system not in current_systems:
         return "made by an older prompt version (its system prompt is no registered agent's current one)"
     for message in step.prompt:
         content = message.get("content")
@@ -94,9 +94,10 @@ def load_source_steps(
         )
     steps: list[SourceStep] = []
     skipped: dict[str, int] = {}
+    current_systems = system_prompts()
     for episode in sorted(episodes, key=lambda e: (e.build, e.task_id, e.seed)):
         for record in read_steps(run_dir, episode):
-            problem = _problem(record)
+            problem = _problem(record, current_systems)
             if problem is not None:
                 skipped[problem] = skipped.get(problem, 0) + 1
                 continue
