@@ -86,6 +86,11 @@ def resolve_builds(spec: GridSpec) -> GridBuilds:
     return GridBuilds(builds=tuple(runnable), reference=reference, build_set=build_set, skipped=skipped)
 
 
+def seed_range(count: int, first_seed: int = 0) -> range:
+    """The seeds a cell of `count` seeds plays: `count` of them from the grid's first seed on."""
+    return range(first_seed, first_seed + count)
+
+
 def initial_targets(tasks: Sequence[Task], builds: Sequence[str], seeds: int) -> dict[CellKey, int]:
     """Phase 1: every (build, task) cell gets `seeds` seeds (from the grid's first_seed on)."""
     return {(b, t.id): seeds for b in builds for t in tasks}
@@ -133,7 +138,7 @@ def _pairs(
 ) -> list[tuple[bool, bool]]:
     """(reference, build) pairs on "navigation or success differ", for the seeds both have finished."""
     ref, mine = [], []
-    for seed in range(first_seed, first_seed + seeds):
+    for seed in seed_range(seeds, first_seed):
         r, m = finished.get((reference, task_id, seed)), finished.get((build, task_id, seed))
         if r is not None and m is not None:
             ref.append((r.reached, r.success))
@@ -161,7 +166,7 @@ def _decided(
             continue
         if next_seed_count(_pairs(finished, build, reference, task_id, n, first_seed), schedule) > n:
             remaining += max(schedule) - n
-        for seed in range(first_seed, first_seed + n):
+        for seed in seed_range(n, first_seed):
             r, m = finished.get((reference, task_id, seed)), finished.get((build, task_id, seed))
             if r is None or m is None:
                 continue

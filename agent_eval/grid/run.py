@@ -29,6 +29,7 @@ from agent_eval.grid.plan import (
     initial_targets,
     resolve_builds,
     resolve_tasks,
+    seed_range,
     top_up,
 )
 from agent_eval.grid.progress import GridProgress
@@ -186,7 +187,7 @@ class _Grid:
             self.result.kept = sum(
                 1
                 for (b, t), n in self.result.targets.items()
-                for s in range(self.spec.first_seed, self.spec.first_seed + n)
+                for s in seed_range(n, self.spec.first_seed)
                 if (b, t, s) in before
             )
 
