@@ -22,7 +22,7 @@ from agent_eval.fidelity.probe import BuildProber, StepProbe
 from agent_eval.fidelity.run import assemble, probe_build
 from agent_eval.fidelity.stats import clustered_mean, paired_difference
 from agent_eval.fidelity.steps import StepsFrom, load_source_steps
-from agent_eval.records import StepRecord
+from agent_eval.records import EpisodeRecord, Outcome, StepRecord
 
 LOG = math.log
 
@@ -226,3 +226,77 @@ def test_a_grid_probes_the_builds_it_serves_and_writes_fidelity_json(tmp_path: P
     assert [b["build"] for b in result["builds"]] == ["bf16", "w8a8"]
     assert result["builds"][1]["kl"]["value"]["mean"] == pytest.approx(0.0, abs=1e-12)  # identical engines
     assert any("no tokenizer directory" in line for line in said)
+
+
+def _hand_probe(build: str, episode: EpisodeRecord, *, logprob: float, agrees: bool) -> StepProbe:
+    return StepProbe(
+        build=build,
+        episode=f"episodes/bf16/{episode.task_id}/{episode.seed}",
+        task_id=episode.task_id,
+        seed=episode.seed,
+        step=1,
+        goal_before=False,
+        said_done=False,
+        tokens=["x"],
+        ranks=[1 if agrees else 2],
+        logprobs=[logprob],
+        tops=[{"1": logprob}],
+        agrees=agrees,
+    )
+
+
+def test_power_counts_the_episodes_each_verdict_needed(tmp_path: Path) -> None:
+    from agent_eval.fidelity.power import POWER_FILE, power_study, write_power
+
+    write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16", "bad", "same"), tasks=("wifi_on",), seeds=12))
+    lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
+    episodes = [EpisodeRecord.model_validate_json(line) for line in lines]
+    for e in episodes:  # the reference and "same" always succeed, "bad" never reaches the goal
+        good = e.build != "bad"
+        e.reached = e.success = good
+        e.outcome = Outcome.SUCCESS if good else Outcome.NAV_FAIL
+    (tmp_path / "episodes.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in episodes))
+    with pytest.raises(RunStoreError, match=r"no probes of the reference 'bf16'.*agent-eval fidelity"):
+        power_study(tmp_path, orders=1)
+
+    probes = tmp_path / "fidelity" / "probes"
+    probes.mkdir(parents=True)
+    reference_episodes = [e for e in episodes if e.build == "bf16" and e.attempt == 1]
+    for build, logprob, agrees in (("bf16", -0.1, True), ("same", -0.1, True), ("bad", -3.0, False)):
+        rows = [_hand_probe(build, e, logprob=logprob, agrees=agrees) for e in reference_episodes]
+        (probes / f"{build}.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in rows))
+
+    study = power_study(tmp_path, orders=3)
+    rows = {r.build: r for r in study.rows}
+    # Episodes: McNemar b = k, c = 0 gives p = 2^-k, Holm over 2 builds × 2 metrics: 4 · 2^-k < 0.05 at k = 7.
+    assert rows["bad"].episodes_flag and rows["bad"].episodes_needed == 7
+    # Fidelity: a constant step difference is significant as soon as there are two episodes to cluster by.
+    assert rows["bad"].fidelity_flag and rows["bad"].fidelity_episodes_needed == 2
+    assert rows["bad"].fidelity_steps_needed == 2 and rows["bad"].ratio == pytest.approx(2 / 7)
+    assert not rows["same"].episodes_flag and not rows["same"].fidelity_flag
+    assert rows["same"].episodes_needed is None and rows["same"].never_within == {
+        "episodes": 3,
+        "fidelity": 3,
+    }
+    assert study.units == 12 and study.probed_units == 12 and not study.meets_target  # 2/7 > 1/5
+    write_power(tmp_path, study)
+    assert json.loads((tmp_path / POWER_FILE).read_text())["rows"][0]["build"] == "bad"
+
+
+def test_a_continued_grid_assembles_fidelity_from_the_probes_on_disk(tmp_path: Path) -> None:
+    from agent_eval.builds.spec import Build
+    from agent_eval.fidelity.grid_hook import GridFidelity
+
+    test_a_grid_probes_the_builds_it_serves_and_writes_fidelity_json(tmp_path)
+    earlier = json.loads((tmp_path / "fidelity.json").read_text())
+    stale = {**earlier, "builds": [{**b, "agreement": {}} for b in earlier["builds"]]}
+    (tmp_path / "fidelity.json").write_text(json.dumps(stale))  # only its speeds are read again
+    reference = Build(name="bf16", scheme="bf16", engine="vllm-cpu", model_path="absent", reference=True)
+    said: list[str] = []
+    GridFidelity(tmp_path, reference, said.append).finish()  # a session that probed nothing itself
+    again = json.loads((tmp_path / "fidelity.json").read_text())
+    assert [b["build"] for b in again["builds"]] == ["bf16", "w8a8"]
+    assert [b["agreement"] for b in again["builds"]] == [b["agreement"] for b in earlier["builds"]]
+    speeds = [b["steps_per_min"] for b in again["builds"]]
+    assert all(speeds) and speeds == [b["steps_per_min"] for b in earlier["builds"]]  # the earlier session's
+    assert any("wrote" in line for line in said)

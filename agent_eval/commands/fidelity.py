@@ -61,3 +61,24 @@ def fidelity_command(
     )
     print_summary(result, click.echo)
     click.echo(f"wrote {run_dir / 'fidelity.json'}")
+
+
+@click.command("fidelity-power")
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option(
+    "--orders", type=click.IntRange(1), default=20, show_default=True, help="Random orders of the units."
+)
+@click.option("--margin", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random orders.")
+def fidelity_power_command(run_dir: Path, orders: int, margin: float | None, seed: int) -> None:
+    """How many episodes the episode verdict and the fidelity verdict each needed to flag every build,
+    from a finished run with fidelity probes (no engine is started)."""
+    from agent_eval.fidelity.power import POWER_FILE, power_markdown, power_study, write_power
+
+    with click.progressbar(length=orders, label="orders") as bar:
+        study = power_study(
+            run_dir, orders=orders, margin=margin, seed=seed, progress=lambda _: bar.update(1)
+        )
+    click.echo(power_markdown(study))
+    write_power(run_dir, study)
+    click.echo(f"wrote {run_dir / POWER_FILE}")

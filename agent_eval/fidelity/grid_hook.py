@@ -14,9 +14,10 @@ from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.spec import Build
 from agent_eval.errors import AgentEvalError
 from agent_eval.fidelity.probe import Span
-from agent_eval.fidelity.run import assemble, probe_build, schema_mask
+from agent_eval.fidelity.run import assemble, probe_build, probes_path, schema_mask
 from agent_eval.fidelity.select import PROBE_ENGINES
 from agent_eval.fidelity.steps import SourceStep, StepsFrom, load_source_steps
+from agent_eval.scoring.fidelity_fields import read_fidelity_json
 
 
 class GridFidelity:
@@ -57,18 +58,31 @@ class GridFidelity:
             self.say(f"[yellow]fidelity: {e}")
 
     def finish(self) -> None:
-        if self.reference.name not in self.probed:
-            self.say(
-                "[yellow]fidelity: the reference was not probed in this session; run agent-eval fidelity"
-            )
+        """fidelity.json from every build's probe file on disk: a continued grid probes only the builds whose
+        phase 1 it ran, so the others' probes (and their recorded speeds) come from the earlier session."""
+        on_disk = sorted(
+            p.stem for p in probes_path(self.run_dir, self.reference.name).parent.glob("*.jsonl")
+        )
+        if self.reference.name not in on_disk:
+            self.say("[yellow]fidelity: the reference has no probes; run agent-eval fidelity")
             return
+        earlier = read_fidelity_json(self.run_dir) or {}
+        requests = {**earlier.get("requests", {}), **self.requests}
+        speed = {
+            **{b["build"]: b["steps_per_min"] for b in earlier.get("builds", []) if b.get("steps_per_min")},
+            **self.speed,
+        }
+        if self.steps is None:
+            self.steps, self.skipped = load_source_steps(
+                self.run_dir, StepsFrom.REFERENCE, self.reference.name
+            )
         assemble(
             self.run_dir,
             self.reference.name,
-            self.probed,
+            sorted(on_disk, key=lambda b: b != self.reference.name),
             steps_from=StepsFrom.REFERENCE,
-            skipped=self.skipped,
-            requests=self.requests,
-            speed=self.speed,
+            skipped=self.skipped or earlier.get("skipped", {}),
+            requests=requests,
+            speed=speed,
         )
         self.say(f"fidelity: wrote {self.run_dir / 'fidelity.json'}")

@@ -179,10 +179,16 @@ def _quantile(values: list[float], q: float) -> float | None:
 
 
 def build_fidelity(
-    name: str, probes: Sequence[StepProbe], reference: Sequence[StepProbe], is_reference: bool
+    name: str,
+    probes: Sequence[StepProbe],
+    reference: Sequence[StepProbe],
+    is_reference: bool,
+    *,
+    with_kl: bool = True,
 ) -> BuildFidelity:
-    """One build's numbers (tests and verdicts are filled in by `judge`)."""
-    kls = step_kls(probes, reference)
+    """One build's numbers (tests and verdicts are filled in by `judge`); `with_kl=False` leaves the untested
+    KL out (the power study asks for verdicts thousands of times)."""
+    kls = step_kls(probes, reference) if with_kl else {}
     ref = None if is_reference else reference
     return BuildFidelity(
         build=name,

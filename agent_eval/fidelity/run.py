@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from agent_eval.agent.prompt import action_schema
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.launcher import serve
@@ -139,13 +141,18 @@ def assemble(
     return out
 
 
-def write_fidelity(run_dir: Path, result: FidelityResult) -> Path:
-    target = run_dir / FIDELITY_FILE
-    fd, temporary = tempfile.mkstemp(dir=run_dir, prefix=".fidelity-", suffix=".json")
+def write_json_record(run_dir: Path, name: str, record: BaseModel) -> Path:
+    """`record` as run_dir/name, replaced in one step so a reader never sees half a file."""
+    target = run_dir / name
+    fd, temporary = tempfile.mkstemp(dir=run_dir, prefix=f".{target.stem}-", suffix=".json")
     with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
+        out.write(json.dumps(record.model_dump(mode="json"), indent=2) + "\n")
     os.replace(temporary, target)
     return target
+
+
+def write_fidelity(run_dir: Path, result: FidelityResult) -> Path:
+    return write_json_record(run_dir, FIDELITY_FILE, result)
 
 
 def schema_mask(build: Build, say: Say) -> SchemaMask | None:

@@ -1,0 +1,242 @@
+"""Power: how many episodes each verdict needed to flag a build, from a finished run alone (no engine).
+
+The unit is a (task, seed) pair the reference played. In a random order of those units, a prefix of k units
+gives the episode verdict its k paired episodes per build (`compare_builds`, Holm over every build as in the
+scorecard) and gives fidelity the recorded steps of the reference's k episodes (the probes already on disk,
+`judge` with Holm over every build). The phase-1 units (every build played them) come first in every
+order and the top-up's after, as the grid played them. A verdict "needed" k units when it flags the build at
+k and at every larger prefix checked, so a lucky early flag that later goes away does not count. Each
+side's need is the median over the random orders; the ratio fidelity ÷ episodes is what issue 15's "≤ 1/5
+as many episodes" is about. Only units with probes count for fidelity (a grid probes after phase 1, not
+the top-up).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import Field
+
+from agent_eval.errors import RunStoreError
+from agent_eval.fidelity.probe import StepProbe
+from agent_eval.fidelity.result import build_fidelity, judge
+from agent_eval.fidelity.run import FIDELITY_DIR, read_probes, write_json_record
+from agent_eval.records import EpisodeRecord, StrictModel
+from agent_eval.rundir import read_episodes, read_run_settings, settle_attempts
+from agent_eval.scoring.regression import compare_builds
+from agent_eval.scoring.scorecard import resolve_reference
+from agent_eval.scoring.stats import DEFAULT_MARGIN, Verdict
+
+POWER_FILE = "fidelity-power.json"
+TARGET_RATIO = 0.2
+Unit = tuple[str, int]
+
+
+class PowerRow(StrictModel):
+    """One build: whether each verdict flags it on the whole run, and the units each needed."""
+
+    build: str
+    episodes_flag: bool = Field(description="The episode verdict on the whole run is REGRESSION.")
+    fidelity_flag: bool = Field(description="Fidelity on every probed step flags the build (some WORSE).")
+    episodes_needed: float | None = Field(
+        None, description="Median paired episodes of the build from which on the episode verdict flags it."
+    )
+    fidelity_episodes_needed: float | None = Field(
+        None, description="Median reference episodes whose steps flag it from then on."
+    )
+    fidelity_steps_needed: float | None = Field(None, description="Median probed steps at that point.")
+    ratio: float | None = Field(None, description="fidelity_episodes_needed ÷ episodes_needed.")
+    never_within: dict[str, int] = Field(
+        default_factory=dict, description="Orders in which a side did not settle on flagging within the run."
+    )
+
+
+class PowerStudy(StrictModel):
+    run_id: str
+    reference: str
+    orders: int = Field(description="Random orders of the units; needs are medians over them.")
+    units: int = Field(description="(task, seed) pairs the reference played.")
+    probed_units: int = Field(description="Units whose reference steps were probed.")
+    target_ratio: float = TARGET_RATIO
+    rows: list[PowerRow]
+    meets_target: bool = Field(
+        description="Fidelity flags every build the episodes flag, each within target_ratio of the episodes."
+    )
+
+
+def _episode_flags(scored: Sequence[EpisodeRecord], reference: str, margin: float) -> set[str]:
+    regression = compare_builds(scored, reference, margin)
+    return {
+        b.build for b in regression.builds if Verdict.REGRESSION in (b.navigation.verdict, b.success.verdict)
+    }
+
+
+def _fidelity_flags(probes: dict[str, list[StepProbe]], reference: str, units: set[Unit]) -> set[str]:
+    chosen = {b: [p for p in ps if (p.task_id, p.seed) in units] for b, ps in probes.items()}
+    if not chosen[reference]:
+        return set()
+    results = [
+        build_fidelity(b, ps, chosen[reference], b == reference, with_kl=False) for b, ps in chosen.items()
+    ]
+    judge(results)
+    return {r.build for r in results if r.flagged}
+
+
+def _settled(flags_by_k: list[set[str]], build: str) -> int | None:
+    """The smallest index from which on `build` is flagged at every later index; None if not at the end."""
+    if not flags_by_k or build not in flags_by_k[-1]:
+        return None
+    k = len(flags_by_k)
+    while k > 0 and build in flags_by_k[k - 1]:
+        k -= 1
+    return k
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def power_study(
+    run_dir: Path,
+    *,
+    orders: int = 20,
+    margin: float | None = None,
+    seed: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> PowerStudy:
+    """The study over `orders` random orders of the run's units (see the module's text)."""
+    settings = read_run_settings(run_dir)
+    episodes = read_episodes(run_dir)
+    if not episodes:
+        raise RunStoreError(f"{run_dir} has no finished episode: nothing to study")
+    reference = resolve_reference(None, settings.reference, episodes)
+    if reference is None:
+        raise RunStoreError(f"{run_dir} names no reference build (run.json or a build manifest)")
+    scored = list(settle_attempts(episodes).scored.values())
+    builds = sorted({e.build for e in scored} - {reference})
+    if not builds:
+        raise RunStoreError(f"{run_dir} has no build besides the reference {reference!r}")
+    probe_dir = run_dir / FIDELITY_DIR / "probes"
+    probed = sorted(p.stem for p in probe_dir.glob("*.jsonl")) if probe_dir.is_dir() else []
+    if reference not in probed:
+        raise RunStoreError(
+            f"{probe_dir} has no probes of the reference {reference!r}: "
+            f"run agent-eval fidelity {run_dir} first"
+        )
+    probes = {b: read_probes(run_dir, b) for b in probed}
+    m = margin if margin is not None else (settings.margin or DEFAULT_MARGIN)
+
+    units = sorted({(e.task_id, e.seed) for e in scored if e.build == reference})
+    by_unit: dict[Unit, list[EpisodeRecord]] = {}
+    for e in scored:
+        by_unit.setdefault((e.task_id, e.seed), []).append(e)
+    # Phase 1 (units every build played) comes first in every order, then the top-up: the grid's sequence.
+    everyone = {reference, *builds}
+    first = [u for u in units if {e.build for e in by_unit[u]} >= everyone]
+    later = [u for u in units if u not in set(first)]
+    probed_units = {(p.task_id, p.seed) for p in probes[reference]}
+    steps_in = {u: sum((p.task_id, p.seed) == u for p in probes[reference]) for u in probed_units}
+
+    whole_episodes = _episode_flags(scored, reference, m)
+    whole_fidelity = _fidelity_flags(probes, reference, probed_units)
+    needs: dict[str, dict[str, list[float]]] = {
+        b: {"episodes": [], "fidelity": [], "steps": []} for b in builds
+    }
+    never: dict[str, dict[str, int]] = {b: {} for b in builds}
+    rng = random.Random(seed)
+    for i in range(orders):
+        head, tail = first[:], later[:]
+        rng.shuffle(head)
+        rng.shuffle(tail)
+        episode_flags: list[set[str]] = []
+        paired: dict[str, list[int]] = {b: [] for b in builds}  # the build's paired episodes per prefix
+        fidelity_flags: list[set[str]] = []
+        prefix: list[EpisodeRecord] = []
+        seen: list[Unit] = []
+        for unit in head + tail:
+            played = {e.build for e in by_unit.get(unit, [])}
+            prefix.extend(by_unit.get(unit, []))
+            episode_flags.append(_episode_flags(prefix, reference, m))
+            for b in builds:
+                paired[b].append((paired[b][-1] if paired[b] else 0) + int(b in played))
+            if unit in probed_units:
+                seen.append(unit)
+                fidelity_flags.append(_fidelity_flags(probes, reference, set(seen)))
+        for b in builds:
+            e_at = _settled(episode_flags, b)
+            f_at = _settled(fidelity_flags, b)
+            if e_at is None:
+                never[b]["episodes"] = never[b].get("episodes", 0) + 1
+            else:
+                needs[b]["episodes"].append(float(paired[b][e_at]))
+            if f_at is None:
+                never[b]["fidelity"] = never[b].get("fidelity", 0) + 1
+            else:
+                needs[b]["fidelity"].append(float(f_at + 1))
+                needs[b]["steps"].append(float(sum(steps_in[u] for u in seen[: f_at + 1])))
+        if progress is not None:
+            progress(i + 1)
+
+    rows = []
+    for b in builds:
+        e_need, f_need = _median(needs[b]["episodes"]), _median(needs[b]["fidelity"])
+        rows.append(
+            PowerRow(
+                build=b,
+                episodes_flag=b in whole_episodes,
+                fidelity_flag=b in whole_fidelity,
+                episodes_needed=e_need if b in whole_episodes else None,
+                fidelity_episodes_needed=f_need if b in whole_fidelity else None,
+                fidelity_steps_needed=_median(needs[b]["steps"]) if b in whole_fidelity else None,
+                ratio=f_need / e_need if e_need and f_need and b in whole_episodes & whole_fidelity else None,
+                never_within=never[b],
+            )
+        )
+    flagged = [r for r in rows if r.episodes_flag]
+    meets = bool(flagged) and all(
+        r.fidelity_flag and r.ratio is not None and r.ratio <= TARGET_RATIO for r in flagged
+    )
+    return PowerStudy(
+        run_id=settings.run_id,
+        reference=reference,
+        orders=orders,
+        units=len(units),
+        probed_units=len(probed_units),
+        rows=rows,
+        meets_target=meets,
+    )
+
+
+def _num(x: float | None) -> str:
+    return "–" if x is None else f"{x:g}"
+
+
+def power_markdown(study: PowerStudy) -> str:
+    head = (
+        "| build | episodes flag | fidelity flags | episodes needed | fidelity: episodes | fidelity: steps "
+        "| ratio |"
+    )
+    rows = [head, "|" + "---|" * 7]
+    for r in study.rows:
+        ratio = "–" if r.ratio is None else f"{r.ratio:.2f}"
+        rows.append(
+            f"| {r.build} | {'REGRESSION' if r.episodes_flag else 'no'} "
+            f"| {'WORSE' if r.fidelity_flag else 'no'} "
+            f"| {_num(r.episodes_needed)} | {_num(r.fidelity_episodes_needed)} | "
+            f"{_num(r.fidelity_steps_needed)} | {ratio} |"
+        )
+    intro = (
+        f"Power on {study.run_id}: medians over {study.orders} random orders of the reference's "
+        f"{study.units} (task, seed) units ({study.probed_units} with probed steps); a need is the prefix "
+        "from which on the verdict flags the build. Target: fidelity needs ≤ "
+        f"{study.target_ratio:g} × the episodes, for every build the episodes flag: "
+        f"{'met' if study.meets_target else 'not met'}."
+    )
+    return "\n".join([intro, "", *rows]) + "\n"
+
+
+def write_power(run_dir: Path, study: PowerStudy) -> Path:
+    return write_json_record(run_dir, POWER_FILE, study)
