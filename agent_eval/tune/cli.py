@@ -104,12 +104,27 @@ def _say_dataset(s: DatasetSummary) -> None:
 @click.option(
     "--base", type=click.Path(path_type=Path), help=f"Base checkpoint (default models/{DEFAULT_BASE})."
 )
-@click.option("--epochs", default=3.5, show_default=True, help="Passes over the dataset (fractions allowed).")
+@click.option(
+    "--epochs",
+    default=2.8,
+    show_default=True,
+    help="Token budget in passes over the first epoch (fractions allowed); focused epochs are shorter.",
+)
 @click.option("--rank", default=8, show_default=True, help="LoRA rank (8 → ~4.9 MB in bf16).")
 @click.option("--lr", "learning_rate", default=1.5e-3, show_default=True)
 @click.option(
     "--threads", default=2, show_default=True, help="torch threads (1 is faster on a busy machine)."
 )
+@click.option(
+    "--task-floor", default=40, show_default=True, help="Repeat a small task's examples up to ~this many."
+)
+@click.option(
+    "--focus-loss",
+    default=0.05,
+    show_default=True,
+    help="From epoch 2, train on examples whose worst answer-token loss is ≥ this (0: every example).",
+)
+@click.option("--easy-share", default=0.25, show_default=True, help="... and this share of the others.")
 @click.option("--seed", default=0, show_default=True)
 @click.pass_context
 def train_command(
@@ -119,6 +134,9 @@ def train_command(
     rank: int,
     learning_rate: float,
     threads: int,
+    task_floor: int,
+    focus_loss: float,
+    easy_share: float,
     seed: int,
 ) -> None:
     """LoRA-train on data/dataset.jsonl into train/ (continues from train/checkpoint when there is one)."""
@@ -126,8 +144,17 @@ def train_command(
 
     work = _work(ctx)
     examples, summary = read_dataset(work / "data")
-    cfg = TrainConfig(rank=rank, alpha=2 * rank, learning_rate=learning_rate, epochs=epochs, seed=seed)
-    cfg.threads = threads
+    cfg = TrainConfig(
+        rank=rank,
+        alpha=2 * rank,
+        learning_rate=learning_rate,
+        epochs=epochs,
+        seed=seed,
+        threads=threads,
+        task_floor=task_floor,
+        focus_loss=focus_loss or None,
+        easy_share=easy_share,
+    )
     out = work / "train"
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(asdict(cfg)) + "\n", encoding="utf-8")
@@ -136,7 +163,7 @@ def train_command(
     rate = state.tokens / state.seconds if state.seconds else 0.0
     click.echo(
         f"trained {state.step} steps, {state.tokens} tokens in {state.seconds:.0f} s ({rate:.0f} tok/s); "
-        f"loss {state.losses[0]:.3f} → {state.losses[-1]:.3f}"
+        f"loss {state.losses[0]:.3f} → {state.losses[-1]:.3f}; examples per epoch {state.epoch_sizes}"
     )
 
 

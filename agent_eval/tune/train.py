@@ -1,7 +1,10 @@
 """`tune train`: LoRA (peft) on every linear layer of the base model, bf16 on the CPU, fixed seeds.
 
-Checkpoints (adapter, optimiser, step, loss curve) go to `<out>/checkpoint/` every few steps; a stopped run
-continues from the last one. The finished adapter is written to `<out>/adapter/`.
+The length of a run is a token budget: `epochs` × the tokens of the first epoch; which examples each epoch
+holds is focus.py's choice (all of them, or, with `focus_loss`, mostly those still answered wrong).
+Checkpoints (adapter, optimiser, step, loss curve, each example's last hardness, the epoch's batches) go to
+`<out>/checkpoint/` every few steps; a stopped run continues from the last one. The finished adapter is
+written to `<out>/adapter/`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 from agent_eval.errors import ConfigError
 from agent_eval.tune.batches import IGNORE, Encoded, collate, encode, make_batches
 from agent_eval.tune.dataset import Example
+from agent_eval.tune.focus import epoch_examples
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -35,6 +39,9 @@ class TrainConfig:
     seed: int = 0
     checkpoint_every: int = 20
     threads: int = 1  # on a busy machine one thread beats two fighting for the cores
+    task_floor: int = 0  # tasks with fewer distinct examples are repeated up to about this many per epoch
+    focus_loss: float | None = None  # from epoch 2: keep examples whose worst answer-token loss ≥ this ...
+    easy_share: float = 0.25  # ... and this share of the others
 
 
 @dataclass
@@ -45,13 +52,18 @@ class TrainState:
     tokens: int = 0
     seconds: float = 0.0
     skipped_long: int = 0
+    budget_tokens: int = 0
+    epoch: int = 0
+    epoch_batches: list[list[int]] = field(default_factory=list)  # this epoch's batches (example indices)
+    epoch_position: int = 0  # batches of this epoch done
+    epoch_sizes: list[int] = field(default_factory=list)  # examples (with repeats) per epoch
+    hardness: list[float | None] = field(default_factory=list)  # per example: worst answer-token loss
 
 
-def learning_rate(cfg: TrainConfig, step: int, total: int) -> float:
-    """Linear warm-up, then cosine down to a tenth."""
+def learning_rate(cfg: TrainConfig, step: int, progress: float) -> float:
+    """Linear warm-up over the first steps, then cosine down to a tenth over the token budget's progress."""
     if step < cfg.warmup_steps:
         return cfg.learning_rate * (step + 1) / cfg.warmup_steps
-    progress = (step - cfg.warmup_steps) / max(total - cfg.warmup_steps, 1)
     return cfg.learning_rate * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
 
 
@@ -72,18 +84,24 @@ def load_base(base_dir: Path, cfg: TrainConfig) -> tuple[Any, Any]:
     return get_peft_model(model, lora), tokenizer
 
 
-def _schedule(items: list[Encoded], cfg: TrainConfig) -> list[list[int]]:
-    """All epochs' batches in order (a fractional last epoch takes the first part of its shuffle)."""
-    batches: list[list[int]] = []
-    whole = math.floor(cfg.epochs)
-    for epoch in range(math.ceil(cfg.epochs)):
-        epoch_batches = make_batches(
-            items, token_budget=cfg.token_budget, max_batch=cfg.max_batch, seed=cfg.seed + epoch
-        )
-        if epoch >= whole:
-            epoch_batches = epoch_batches[: round(len(epoch_batches) * (cfg.epochs - whole))]
-        batches.extend(epoch_batches)
-    return batches
+def _epoch(items: list[Encoded], tasks: list[str], state: TrainState, cfg: TrainConfig) -> list[list[int]]:
+    """The batches of epoch `state.epoch` (indices into `items`), length-grouped and shuffled."""
+    chosen = epoch_examples(
+        tasks,
+        state.hardness,
+        epoch=state.epoch,
+        task_floor=cfg.task_floor,
+        focus_loss=cfg.focus_loss,
+        easy_share=cfg.easy_share,
+        seed=cfg.seed,
+    )
+    batches = make_batches(
+        [items[i] for i in chosen],
+        token_budget=cfg.token_budget,
+        max_batch=cfg.max_batch,
+        seed=cfg.seed + state.epoch,
+    )
+    return [[chosen[j] for j in batch] for batch in batches]
 
 
 def _save_checkpoint(model: Any, optimizer: Any, state: TrainState, ckpt: Path) -> None:
@@ -129,42 +147,65 @@ def train(
     torch.set_num_threads(cfg.threads)
     model, tokenizer = load_base(base_dir, cfg)
     encoded = [encode(ex, tokenizer) for ex in examples]
-    items = [e for e in encoded if len(e.input_ids) <= cfg.max_length]
-    batches = _schedule(items, cfg)
+    kept = [i for i, e in enumerate(encoded) if len(e.input_ids) <= cfg.max_length]
+    items, tasks = [encoded[i] for i in kept], [examples[i].task_id for i in kept]
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=0.0)
     ckpt = out_dir / "checkpoint"
     state = _resume(model, optimizer, ckpt)
-    state.total_steps, state.skipped_long = len(batches), len(encoded) - len(items)
+    state.skipped_long = len(encoded) - len(items)
+    if len(state.hardness) != len(items):
+        state.hardness = [None] * len(items)
+    # Recomputed on every start, so that a finished run continues when asked for more epochs.
+    first = epoch_examples(
+        tasks, state.hardness, epoch=0, task_floor=cfg.task_floor, focus_loss=None, easy_share=1.0, seed=0
+    )
+    state.budget_tokens = round(cfg.epochs * sum(len(items[i].input_ids) for i in first))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     model.train()
-    bar = _progress_bar(len(batches), state.step, progress)
-    for step in range(state.step, len(batches)):
+    bar = _progress_bar(state.budget_tokens, state.tokens, progress)
+    while state.tokens < state.budget_tokens:
+        if state.epoch_position >= len(state.epoch_batches):
+            state.epoch += 1 if state.epoch_batches else 0
+            state.epoch_batches, state.epoch_position = _epoch(items, tasks, state, cfg), 0
+            state.epoch_sizes.append(sum(len(b) for b in state.epoch_batches))
         started = time.perf_counter()
-        batch = collate([items[i] for i in batches[step]], pad)
+        indices = state.epoch_batches[state.epoch_position]
+        batch = collate([items[i] for i in indices], pad)
         for group in optimizer.param_groups:
-            group["lr"] = learning_rate(cfg, step, len(batches))
-        loss = answer_loss(model, batch)
+            group["lr"] = learning_rate(cfg, state.step, state.tokens / state.budget_tokens)
+        loss, worst = answer_loss(model, batch)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         elapsed = time.perf_counter() - started
         tokens = int(batch["attention_mask"].sum())
-        state.step, state.tokens, state.seconds = step + 1, state.tokens + tokens, state.seconds + elapsed
-        state.losses.append(round(float(loss.detach()), 5))
-        bar.update(1)
-        bar.set_postfix(loss=f"{float(loss):.4f}", tok_s=f"{tokens / elapsed:.0f}")
-        if state.step % cfg.checkpoint_every == 0 or state.step == len(batches):
+        for i, w in zip(indices, worst, strict=True):
+            state.hardness[i] = round(w, 4)
+        state.epoch_position += 1
+        state.step, state.tokens, state.seconds = (
+            state.step + 1,
+            state.tokens + tokens,
+            state.seconds + elapsed,
+        )
+        value = float(loss.detach())
+        state.losses.append(round(value, 5))
+        bar.update(tokens)
+        bar.set_postfix(loss=f"{value:.4f}", tok_s=f"{tokens / elapsed:.0f}", epoch=state.epoch + 1)
+        if state.step % cfg.checkpoint_every == 0 or state.tokens >= state.budget_tokens:
+            state.total_steps = state.step
             _save_checkpoint(model, optimizer, state, ckpt)
     bar.close()
+    state.total_steps = state.step
     model.save_pretrained(out_dir / "adapter")
     (out_dir / "train_state.json").write_text(json.dumps(asdict(state)), encoding="utf-8")
     return state
 
 
-def answer_loss(model: Any, batch: dict[str, Any]) -> Any:
-    """Mean cross-entropy over the answer tokens, with the vocabulary projection run only where needed."""
+def answer_loss(model: Any, batch: dict[str, Any]) -> tuple[Any, list[float]]:
+    """Mean cross-entropy over the answer tokens (the vocabulary projection run only where needed), and per
+    example its worst answer-token loss (how wrong its hardest decision still is)."""
     import torch
 
     causal_lm = model.get_base_model()
@@ -174,7 +215,18 @@ def answer_loss(model: Any, batch: dict[str, Any]) -> Any:
     targets = batch["labels"][:, 1:]
     where = targets != IGNORE
     logits = causal_lm.lm_head(hidden[:, :-1][where]).float()
-    return torch.nn.functional.cross_entropy(logits, targets[where])
+    per_token = torch.nn.functional.cross_entropy(logits, targets[where], reduction="none")
+    return per_token.mean(), worst_per_row(per_token.detach(), where)
+
+
+def worst_per_row(per_token: Any, where: Any) -> list[float]:
+    """The largest of each row's selected values (`where` marks them, row-major as `per_token` lists them)."""
+    import torch
+
+    rows = torch.nonzero(where)[:, 0]
+    worst = torch.full((where.shape[0],), float("-inf"))
+    worst = worst.scatter_reduce(0, rows, per_token.float(), reduce="amax")
+    return [float(x) if x != float("-inf") else 0.0 for x in worst]
 
 
 def _progress_bar(total: int, initial: int, enabled: bool) -> Any:
