@@ -158,6 +158,24 @@ def test_the_knee_is_the_lowest_non_inferior_rung_per_metric() -> None:
     )
 
 
+def test_rungs_of_one_width_share_the_line() -> None:
+    # int5 (5.0 bits) and int4 g32 (4 + 32/32 bits) have the same width: the plot orders them by rate.
+    episodes = _synthetic_ladder()
+    twin = [  # a different rate at the same width
+        e.model_copy(update={"build": "int4-g32-dq", "outcome": Outcome.NAV_FAIL, "reached": e.seed < 5})
+        for e in episodes
+        if e.build == "int4-g64-dq"
+    ]
+    for e in episodes + twin:
+        if e.build in ("int4-g64-dq", "int4-g32-dq") and e.build_manifest is not None:
+            manifest = e.build_manifest.model_copy(update={"name": e.build, "bits_per_weight": 5.0})
+            e.build_manifest = manifest
+    card = score_episodes(episodes + twin, run_id="ladder", reference="bf16")
+    assert card.ladder is not None
+    figures = dict((key, svg) for key, svg, _ in ladder_figures(card))
+    assert figures["ladder-navigation"].count('data-build="int4-g32-dq"') == 1
+
+
 def test_no_rung_non_inferior_says_so() -> None:
     episodes = [e for e in _synthetic_ladder() if e.build in ("bf16", "int2-g64-dq")]
     ladder = score_episodes(episodes, run_id="ladder", reference="bf16").ladder

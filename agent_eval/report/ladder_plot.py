@@ -56,8 +56,10 @@ def _axes(low: float, high: float, ticks: Sequence[float]) -> list[str]:
 
 def _line(rungs: Sequence[LadderRung], metric: str, color: str, low: float, high: float) -> list[str]:
     points = [(r.bits_per_weight or 16.0, _rate(r, metric)) for r in rungs]
+    # Two rungs may share a width (int5 and int4 g32 are both 5.0 bits): order by width, then rate.
     points = sorted(
-        (b, r) for b, r in points if r.rate is not None and r.low is not None and r.high is not None
+        ((b, r) for b, r in points if r.rate is not None and r.low is not None and r.high is not None),
+        key=lambda point: (point[0], point[1].rate or 0.0),
     )
     if not points:
         return []
