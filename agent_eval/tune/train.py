@@ -232,4 +232,4 @@ def worst_per_row(per_token: Any, where: Any) -> list[float]:
 def _progress_bar(total: int, initial: int, enabled: bool) -> Any:
     from tqdm import tqdm  # type: ignore[import-untyped]
 
-    return tqdm(total=total, initial=initial, disable=not enabled, file=sys.stderr, unit="step")
+    return tqdm(total=total, initial=initial, disable=not enabled, file=sys.stderr, unit="tok")
