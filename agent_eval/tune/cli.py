@@ -106,7 +106,7 @@ def _say_dataset(s: DatasetSummary) -> None:
 )
 @click.option(
     "--epochs",
-    default=2.8,
+    default=3.5,
     show_default=True,
     help="Token budget in passes over the first epoch (fractions allowed); focused epochs are shorter.",
 )
@@ -116,11 +116,11 @@ def _say_dataset(s: DatasetSummary) -> None:
     "--threads", default=2, show_default=True, help="torch threads (1 is faster on a busy machine)."
 )
 @click.option(
-    "--task-floor", default=40, show_default=True, help="Repeat a small task's examples up to ~this many."
+    "--task-floor", default=0, show_default=True, help="Repeat a small task's examples up to ~this many."
 )
 @click.option(
     "--focus-loss",
-    default=0.05,
+    default=0.0,
     show_default=True,
     help="From epoch 2, train on examples whose worst answer-token loss is ≥ this (0: every example).",
 )
