@@ -14,7 +14,7 @@ from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.spec import Build
 from agent_eval.errors import AgentEvalError
 from agent_eval.fidelity.probe import Span
-from agent_eval.fidelity.run import assemble, probe_build, probes_path, schema_mask
+from agent_eval.fidelity.run import assemble, probe_build, probed_builds, schema_mask
 from agent_eval.fidelity.select import PROBE_ENGINES
 from agent_eval.fidelity.steps import SourceStep, StepsFrom, load_source_steps
 from agent_eval.scoring.fidelity_fields import read_fidelity_json
@@ -60,9 +60,7 @@ class GridFidelity:
     def finish(self) -> None:
         """fidelity.json from every build's probe file on disk: a continued grid probes only the builds whose
         phase 1 it ran, so the others' probes (and their recorded speeds) come from the earlier session."""
-        on_disk = sorted(
-            p.stem for p in probes_path(self.run_dir, self.reference.name).parent.glob("*.jsonl")
-        )
+        on_disk = probed_builds(self.run_dir)
         if self.reference.name not in on_disk:
             self.say("[yellow]fidelity: the reference has no probes; run agent-eval fidelity")
             return

@@ -23,7 +23,7 @@ from pydantic import Field
 from agent_eval.errors import RunStoreError
 from agent_eval.fidelity.probe import StepProbe
 from agent_eval.fidelity.result import build_fidelity, judge
-from agent_eval.fidelity.run import FIDELITY_DIR, read_probes, write_json_record
+from agent_eval.fidelity.run import FIDELITY_DIR, probed_builds, read_probes, write_json_record
 from agent_eval.records import EpisodeRecord, StrictModel
 from agent_eval.rundir import read_episodes, read_run_settings, settle_attempts
 from agent_eval.scoring.regression import compare_builds
@@ -120,7 +120,7 @@ def power_study(
     if not builds:
         raise RunStoreError(f"{run_dir} has no build besides the reference {reference!r}")
     probe_dir = run_dir / FIDELITY_DIR / "probes"
-    probed = sorted(p.stem for p in probe_dir.glob("*.jsonl")) if probe_dir.is_dir() else []
+    probed = probed_builds(run_dir)
     if reference not in probed:
         raise RunStoreError(
             f"{probe_dir} has no probes of the reference {reference!r}: "

@@ -67,6 +67,11 @@ def probe_build(
     return probes, (60.0 * len(probes) / elapsed if elapsed > 0 else 0.0), settings
 
 
+def probed_builds(run_dir: Path) -> list[str]:
+    """The builds with a probe file in the run, by name."""
+    return sorted(p.stem for p in (run_dir / FIDELITY_DIR / "probes").glob("*.jsonl"))
+
+
 def read_probes(run_dir: Path, build: str) -> list[StepProbe]:
     path = probes_path(run_dir, build)
     if not path.is_file():
