@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
@@ -99,15 +101,19 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def power_study(
-    run_dir: Path,
-    *,
-    orders: int = 20,
-    margin: float | None = None,
-    seed: int = 0,
-    progress: Callable[[int], None] | None = None,
-) -> PowerStudy:
-    """The study over `orders` random orders of the run's units (see the module's text)."""
+@dataclass(frozen=True)
+class _Inputs:
+    """What one study reads from the run directory, checked."""
+
+    run_id: str
+    reference: str
+    builds: list[str]
+    margin: float
+    scored: list[EpisodeRecord]
+    probes: dict[str, list[StepProbe]]
+
+
+def _read_inputs(run_dir: Path, margin: float | None) -> _Inputs:
     settings = read_run_settings(run_dir)
     episodes = read_episodes(run_dir)
     if not episodes:
@@ -119,88 +125,121 @@ def power_study(
     builds = sorted({e.build for e in scored} - {reference})
     if not builds:
         raise RunStoreError(f"{run_dir} has no build besides the reference {reference!r}")
-    probe_dir = run_dir / FIDELITY_DIR / "probes"
     probed = probed_builds(run_dir)
     if reference not in probed:
         raise RunStoreError(
-            f"{probe_dir} has no probes of the reference {reference!r}: "
+            f"{run_dir / FIDELITY_DIR / 'probes'} has no probes of the reference {reference!r}: "
             f"run agent-eval fidelity {run_dir} first"
         )
-    probes = {b: read_probes(run_dir, b) for b in probed}
-    m = margin if margin is not None else (settings.margin or DEFAULT_MARGIN)
+    return _Inputs(
+        run_id=settings.run_id,
+        reference=reference,
+        builds=builds,
+        margin=margin if margin is not None else (settings.margin or DEFAULT_MARGIN),
+        scored=scored,
+        probes={b: read_probes(run_dir, b) for b in probed},
+    )
 
+
+class _Needs:
+    """Per build, what each side needed in each order where it settled, and the orders where it did not."""
+
+    def __init__(self, builds: list[str]) -> None:
+        self.values: dict[str, dict[str, list[float]]] = {
+            b: {"episodes": [], "fidelity": [], "steps": []} for b in builds
+        }
+        self.never: dict[str, dict[str, int]] = {b: {} for b in builds}
+
+    def add(self, build: str, side: str, value: float | None) -> None:
+        if value is None:
+            self.never[build][side] = self.never[build].get(side, 0) + 1
+        else:
+            self.values[build][side].append(value)
+
+
+def _one_order(
+    inputs: _Inputs, order: list[Unit], by_unit: dict[Unit, list[EpisodeRecord]], needs: _Needs
+) -> None:
+    """Walks the units in `order`, recording per build where each verdict settled on flagging it."""
+    reference, builds, probes = inputs.reference, inputs.builds, inputs.probes
+    probed_units = {(p.task_id, p.seed) for p in probes[reference]}
+    episode_flags: list[set[str]] = []
+    paired: dict[str, list[int]] = {b: [] for b in builds}  # the build's paired episodes per prefix
+    fidelity_flags: list[set[str]] = []
+    prefix: list[EpisodeRecord] = []
+    seen: list[Unit] = []
+    for unit in order:
+        played = {e.build for e in by_unit.get(unit, [])}
+        prefix.extend(by_unit.get(unit, []))
+        episode_flags.append(_episode_flags(prefix, reference, inputs.margin))
+        for b in builds:
+            paired[b].append((paired[b][-1] if paired[b] else 0) + int(b in played))
+        if unit in probed_units:
+            seen.append(unit)
+            fidelity_flags.append(_fidelity_flags(probes, reference, set(seen)))
+    steps_in = Counter((p.task_id, p.seed) for p in probes[reference])
+    for b in builds:
+        e_at, f_at = _settled(episode_flags, b), _settled(fidelity_flags, b)
+        needs.add(b, "episodes", None if e_at is None else float(paired[b][e_at]))
+        needs.add(b, "fidelity", None if f_at is None else float(f_at + 1))
+        if f_at is not None:
+            needs.values[b]["steps"].append(float(sum(steps_in[u] for u in seen[: f_at + 1])))
+
+
+def _row(build: str, needs: _Needs, whole_episodes: set[str], whole_fidelity: set[str]) -> PowerRow:
+    values = needs.values[build]
+    e_need, f_need = _median(values["episodes"]), _median(values["fidelity"])
+    both = build in whole_episodes & whole_fidelity
+    return PowerRow(
+        build=build,
+        episodes_flag=build in whole_episodes,
+        fidelity_flag=build in whole_fidelity,
+        episodes_needed=e_need if build in whole_episodes else None,
+        fidelity_episodes_needed=f_need if build in whole_fidelity else None,
+        fidelity_steps_needed=_median(values["steps"]) if build in whole_fidelity else None,
+        ratio=f_need / e_need if e_need and f_need and both else None,
+        never_within=needs.never[build],
+    )
+
+
+def power_study(
+    run_dir: Path,
+    *,
+    orders: int = 20,
+    margin: float | None = None,
+    seed: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> PowerStudy:
+    """The study over `orders` random orders of the run's units (see the module's text)."""
+    inputs = _read_inputs(run_dir, margin)
+    reference, scored = inputs.reference, inputs.scored
     units = sorted({(e.task_id, e.seed) for e in scored if e.build == reference})
     by_unit: dict[Unit, list[EpisodeRecord]] = {}
     for e in scored:
         by_unit.setdefault((e.task_id, e.seed), []).append(e)
     # Phase 1 (units every build played) comes first in every order, then the top-up: the grid's sequence.
-    everyone = {reference, *builds}
+    everyone = {reference, *inputs.builds}
     first = [u for u in units if {e.build for e in by_unit[u]} >= everyone]
     later = [u for u in units if u not in set(first)]
-    probed_units = {(p.task_id, p.seed) for p in probes[reference]}
-    steps_in = {u: sum((p.task_id, p.seed) == u for p in probes[reference]) for u in probed_units}
-
-    whole_episodes = _episode_flags(scored, reference, m)
-    whole_fidelity = _fidelity_flags(probes, reference, probed_units)
-    needs: dict[str, dict[str, list[float]]] = {
-        b: {"episodes": [], "fidelity": [], "steps": []} for b in builds
-    }
-    never: dict[str, dict[str, int]] = {b: {} for b in builds}
+    probed_units = {(p.task_id, p.seed) for p in inputs.probes[reference]}
+    needs = _Needs(inputs.builds)
     rng = random.Random(seed)
     for i in range(orders):
         head, tail = first[:], later[:]
         rng.shuffle(head)
         rng.shuffle(tail)
-        episode_flags: list[set[str]] = []
-        paired: dict[str, list[int]] = {b: [] for b in builds}  # the build's paired episodes per prefix
-        fidelity_flags: list[set[str]] = []
-        prefix: list[EpisodeRecord] = []
-        seen: list[Unit] = []
-        for unit in head + tail:
-            played = {e.build for e in by_unit.get(unit, [])}
-            prefix.extend(by_unit.get(unit, []))
-            episode_flags.append(_episode_flags(prefix, reference, m))
-            for b in builds:
-                paired[b].append((paired[b][-1] if paired[b] else 0) + int(b in played))
-            if unit in probed_units:
-                seen.append(unit)
-                fidelity_flags.append(_fidelity_flags(probes, reference, set(seen)))
-        for b in builds:
-            e_at = _settled(episode_flags, b)
-            f_at = _settled(fidelity_flags, b)
-            if e_at is None:
-                never[b]["episodes"] = never[b].get("episodes", 0) + 1
-            else:
-                needs[b]["episodes"].append(float(paired[b][e_at]))
-            if f_at is None:
-                never[b]["fidelity"] = never[b].get("fidelity", 0) + 1
-            else:
-                needs[b]["fidelity"].append(float(f_at + 1))
-                needs[b]["steps"].append(float(sum(steps_in[u] for u in seen[: f_at + 1])))
+        _one_order(inputs, head + tail, by_unit, needs)
         if progress is not None:
             progress(i + 1)
-
-    rows = []
-    for b in builds:
-        e_need, f_need = _median(needs[b]["episodes"]), _median(needs[b]["fidelity"])
-        rows.append(
-            PowerRow(
-                build=b,
-                episodes_flag=b in whole_episodes,
-                fidelity_flag=b in whole_fidelity,
-                episodes_needed=e_need if b in whole_episodes else None,
-                fidelity_episodes_needed=f_need if b in whole_fidelity else None,
-                fidelity_steps_needed=_median(needs[b]["steps"]) if b in whole_fidelity else None,
-                ratio=f_need / e_need if e_need and f_need and b in whole_episodes & whole_fidelity else None,
-                never_within=never[b],
-            )
-        )
+    whole_episodes = _episode_flags(scored, reference, inputs.margin)
+    whole_fidelity = _fidelity_flags(inputs.probes, reference, probed_units)
+    rows = [_row(b, needs, whole_episodes, whole_fidelity) for b in inputs.builds]
     flagged = [r for r in rows if r.episodes_flag]
     meets = bool(flagged) and all(
         r.fidelity_flag and r.ratio is not None and r.ratio <= TARGET_RATIO for r in flagged
     )
     return PowerStudy(
-        run_id=settings.run_id,
+        run_id=inputs.run_id,
         reference=reference,
         orders=orders,
         units=len(units),

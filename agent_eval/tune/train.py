@@ -156,11 +156,7 @@ def train(
     state.skipped_long = len(encoded) - len(items)
     if len(state.hardness) != len(items):
         state.hardness = [None] * len(items)
-    # Recomputed on every start, so that a finished run continues when asked for more epochs.
-    first = epoch_examples(
-        tasks, state.hardness, epoch=0, task_floor=cfg.task_floor, focus_loss=None, easy_share=1.0, seed=0
-    )
-    state.budget_tokens = round(cfg.epochs * sum(len(items[i].input_ids) for i in first))
+    state.budget_tokens = _budget_tokens(items, tasks, state, cfg)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     model.train()
     bar = _progress_bar(state.budget_tokens, state.tokens, progress)
@@ -172,24 +168,16 @@ def train(
         started = time.perf_counter()
         indices = state.epoch_batches[state.epoch_position]
         batch = collate([items[i] for i in indices], pad)
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(cfg, state.step, state.tokens / state.budget_tokens)
-        loss, worst = answer_loss(model, batch)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        elapsed = time.perf_counter() - started
+        lr = learning_rate(cfg, state.step, state.tokens / state.budget_tokens)
+        value = _optimizer_step(model, optimizer, params, batch, lr, indices, state)
         tokens = int(batch["attention_mask"].sum())
-        for i, w in zip(indices, worst, strict=True):
-            state.hardness[i] = round(w, 4)
+        elapsed = time.perf_counter() - started
         state.epoch_position += 1
         state.step, state.tokens, state.seconds = (
             state.step + 1,
             state.tokens + tokens,
             state.seconds + elapsed,
         )
-        value = float(loss.detach())
         state.losses.append(round(value, 5))
         bar.update(tokens)
         bar.set_postfix(loss=f"{value:.4f}", tok_s=f"{tokens / elapsed:.0f}", epoch=state.epoch + 1)
@@ -201,6 +189,39 @@ def train(
     model.save_pretrained(out_dir / "adapter")
     (out_dir / "train_state.json").write_text(json.dumps(asdict(state)), encoding="utf-8")
     return state
+
+
+def _budget_tokens(items: list[Encoded], tasks: list[str], state: TrainState, cfg: TrainConfig) -> int:
+    """`cfg.epochs` times the first epoch's tokens. Recomputed on every start, so that a finished run
+    continues when asked for more epochs."""
+    first = epoch_examples(
+        tasks, state.hardness, epoch=0, task_floor=cfg.task_floor, focus_loss=None, easy_share=1.0, seed=0
+    )
+    return round(cfg.epochs * sum(len(items[i].input_ids) for i in first))
+
+
+def _optimizer_step(
+    model: Any,
+    optimizer: Any,
+    params: list[Any],
+    batch: dict[str, Any],
+    lr: float,
+    indices: list[int],
+    state: TrainState,
+) -> float:
+    """One update on `batch` at learning rate `lr`; records each example's hardness; returns the loss."""
+    import torch
+
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss, worst = answer_loss(model, batch)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    for i, w in zip(indices, worst, strict=True):
+        state.hardness[i] = round(w, 4)
+    return float(loss.detach())
 
 
 def answer_loss(model: Any, batch: dict[str, Any]) -> tuple[Any, list[float]]:
