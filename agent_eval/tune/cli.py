@@ -53,7 +53,7 @@ def tune_group(ctx: click.Context, work: Path, tasks_path: Path) -> None:
 
 
 @tune_group.command("collect")
-@click.option("--episodes-per-task", default=64, show_default=True, help="Seeds per training task.")
+@click.option("--episodes-per-task", default=52, show_default=True, help="Seeds per training task.")
 @click.option("--phones", default=2, show_default=True, help="Virtual phones played in parallel.")
 @click.option("--phone-port", default=5554, show_default=True, help="First console port to try.")
 @click.option(
@@ -106,7 +106,7 @@ def _say_dataset(s: DatasetSummary) -> None:
 )
 @click.option(
     "--epochs",
-    default=3.5,
+    default=4.0,
     show_default=True,
     help="Token budget in passes over the first epoch (fractions allowed); focused epochs are shorter.",
 )
