@@ -111,6 +111,7 @@ class _Inputs:
     margin: float
     scored: list[EpisodeRecord]
     probes: dict[str, list[StepProbe]]
+    steps_in: Counter[Unit]  # the reference's probed steps per unit; its keys are the probed units
 
 
 def _read_inputs(run_dir: Path, margin: float | None) -> _Inputs:
@@ -131,13 +132,15 @@ def _read_inputs(run_dir: Path, margin: float | None) -> _Inputs:
             f"{run_dir / FIDELITY_DIR / 'probes'} has no probes of the reference {reference!r}: "
             f"run agent-eval fidelity {run_dir} first"
         )
+    probes = {b: read_probes(run_dir, b) for b in probed}
     return _Inputs(
         run_id=settings.run_id,
         reference=reference,
         builds=builds,
         margin=margin if margin is not None else (settings.margin or DEFAULT_MARGIN),
         scored=scored,
-        probes={b: read_probes(run_dir, b) for b in probed},
+        probes=probes,
+        steps_in=Counter((p.task_id, p.seed) for p in probes[reference]),
     )
 
 
@@ -162,7 +165,6 @@ def _one_order(
 ) -> None:
     """Walks the units in `order`, recording per build where each verdict settled on flagging it."""
     reference, builds, probes = inputs.reference, inputs.builds, inputs.probes
-    probed_units = {(p.task_id, p.seed) for p in probes[reference]}
     episode_flags: list[set[str]] = []
     paired: dict[str, list[int]] = {b: [] for b in builds}  # the build's paired episodes per prefix
     fidelity_flags: list[set[str]] = []
@@ -174,16 +176,15 @@ def _one_order(
         episode_flags.append(_episode_flags(prefix, reference, inputs.margin))
         for b in builds:
             paired[b].append((paired[b][-1] if paired[b] else 0) + int(b in played))
-        if unit in probed_units:
+        if unit in inputs.steps_in:
             seen.append(unit)
             fidelity_flags.append(_fidelity_flags(probes, reference, set(seen)))
-    steps_in = Counter((p.task_id, p.seed) for p in probes[reference])
     for b in builds:
         e_at, f_at = _settled(episode_flags, b), _settled(fidelity_flags, b)
         needs.add(b, "episodes", None if e_at is None else float(paired[b][e_at]))
         needs.add(b, "fidelity", None if f_at is None else float(f_at + 1))
         if f_at is not None:
-            needs.values[b]["steps"].append(float(sum(steps_in[u] for u in seen[: f_at + 1])))
+            needs.add(b, "steps", float(sum(inputs.steps_in[u] for u in seen[: f_at + 1])))
 
 
 def _row(build: str, needs: _Needs, whole_episodes: set[str], whole_fidelity: set[str]) -> PowerRow:
@@ -221,7 +222,7 @@ def power_study(
     everyone = {reference, *inputs.builds}
     first = [u for u in units if {e.build for e in by_unit[u]} >= everyone]
     later = [u for u in units if u not in set(first)]
-    probed_units = {(p.task_id, p.seed) for p in inputs.probes[reference]}
+    probed_units = set(inputs.steps_in)
     needs = _Needs(inputs.builds)
     rng = random.Random(seed)
     for i in range(orders):
