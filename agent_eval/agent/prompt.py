@@ -70,6 +70,7 @@ def action_schema() -> dict[str, Any]:
             alt(ActionType.LONG_PRESS, element=element),
             alt(ActionType.TYPE, element=element, text={"type": "string", "maxLength": 60}),
             alt(ActionType.SCROLL, direction=direction),
+            alt(ActionType.SWIPE, direction=direction),  # e.g. down from the top: the quick-settings shade
             alt(ActionType.KEY, key={"type": "string", "enum": ["back", "home", "enter"]}),
             alt(ActionType.OPEN_APP, app={"type": "string", "maxLength": 40}),
             alt(ActionType.WAIT),
