@@ -37,9 +37,7 @@ EPISODES_FILE = "demonstrations.jsonl"
 HISTORY_LEN = 4
 DETOUR_RATE = 0.3
 DONE_SHARE = 0.18  # at most this share of the examples are `done` targets
-PROMPT_FORMATS: dict[str, PromptFormat] = {
-    "compact": compact.build_prompt
-}  # at most this share of the examples are `done` targets
+PROMPT_FORMATS: dict[str, PromptFormat] = {"compact": compact.build_prompt}
 
 
 @dataclass(frozen=True)
