@@ -24,6 +24,7 @@ from agent_eval.tune.collect import (
     run_plans,
     training_tasks,
 )
+from agent_eval.tune.collect_settings import CollectSettings, settle_settings
 from agent_eval.tune.dataset import DatasetSummary, read_dataset
 
 DEFAULT_BASE = "smollm2-135m-instruct/bf16"
@@ -60,9 +61,29 @@ def tune_group(ctx: click.Context, work: Path, tasks_path: Path) -> None:
     "--prompt-format", default="compact", show_default=True, type=click.Choice(sorted(PROMPT_FORMATS))
 )
 @click.option("--seed", default=0, show_default=True)
+@click.option(
+    "--shade-detours/--no-shade-detours",
+    default=False,
+    show_default=True,
+    help="Detours may also pull the quick-settings shade down (the expert then finds its way out).",
+)
+@click.option(
+    "--copies",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Keep identical (prompt, answer) examples up to this many times (1: each once).",
+)
 @click.pass_context
 def collect_command(
-    ctx: click.Context, episodes_per_task: int, phones: int, phone_port: int, prompt_format: str, seed: int
+    ctx: click.Context,
+    episodes_per_task: int,
+    phones: int,
+    phone_port: int,
+    prompt_format: str,
+    seed: int,
+    shade_detours: bool,
+    copies: int,
 ) -> None:
     """Play demonstrations (oracle, detours with recovery) and write data/dataset.jsonl."""
     from agent_eval.device.adb_backend import free_phone_port
@@ -70,9 +91,12 @@ def collect_command(
 
     out = _work(ctx) / "data"
     out.mkdir(parents=True, exist_ok=True)
+    settings = CollectSettings(prompt_format=prompt_format, seed=seed, shade_detours=shade_detours)
+    finished = finished_episodes(out)
+    settle_settings(out, settings, played_before=bool(finished))
     tasks = training_tasks(load_tasks([ctx.obj["tasks"]]))
     plans = plan_episodes(tasks, episodes_per_task, seed)
-    todo = [p for p in plans if p.index not in finished_episodes(out)]
+    todo = [p for p in plans if p.index not in finished]
     click.echo(f"{len(plans)} episodes planned over {len(tasks)} training tasks, {len(todo)} to play")
     started = time.perf_counter()
     if todo:
@@ -83,9 +107,11 @@ def collect_command(
             click.progressbar(length=len(todo), label="episodes") as bar,
         ):
             by_id = {t.id: t for t in tasks}
-            run_plans(todo, by_id, devices, out, prompt_format, lambda _: bar.update(1))
+            run_plans(
+                todo, by_id, devices, out, prompt_format, lambda _: bar.update(1), settings.detour_kinds
+            )
     seconds = add_collect_time(out, time.perf_counter() - started)
-    summary = assemble(out, plans, seconds, phones)
+    summary = assemble(out, plans, seconds, phones, copies)
     _say_dataset(summary)
 
 

@@ -15,6 +15,7 @@ import queue
 import random
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ from agent_eval.records import Outcome
 from agent_eval.runner.episode import run_episode
 from agent_eval.task import Task
 from agent_eval.tune.dataset import DatasetSummary, Example, write_dataset
-from agent_eval.tune.expert import DemoPolicy, Expert
+from agent_eval.tune.expert import DETOUR_KINDS, DemoPolicy, Expert
 from agent_eval.tune.wording import goal_variants
 
 EPISODES_FILE = "demonstrations.jsonl"
@@ -73,11 +74,18 @@ def demo_prompt(context: StepContext, prompt_format: str) -> Prompt:
     return step_prompt(context, PROMPT_FORMATS[prompt_format], history_len=HISTORY_LEN)
 
 
-def play(plan: EpisodePlan, task: Task, device: EpisodeDevice, prompt_format: str) -> dict[str, object]:
+def play(
+    plan: EpisodePlan,
+    task: Task,
+    device: EpisodeDevice,
+    prompt_format: str,
+    detour_kinds: Sequence[str] = DETOUR_KINDS,
+) -> dict[str, object]:
     """One demonstration episode; returns its line for demonstrations.jsonl (examples included)."""
     instance = dataclasses.replace(task.instantiate(plan.seed), goal=plan.goal)
     rate = DETOUR_RATE if plan.source == "recovery" else 0.0
-    expert = Expert(instance, device, random.Random(plan.rng_seed), detour_rate=rate)
+    rng = random.Random(plan.rng_seed)
+    expert = Expert(instance, device, rng, detour_rate=rate, detour_kinds=detour_kinds)
     policy = DemoPolicy(expert)
     with tempfile.TemporaryDirectory(prefix="tune-") as td:
         record = run_episode(device, instance, policy, build="demo", run_id="tune", episode_dir=Path(td))
@@ -135,6 +143,7 @@ def run_plans(
     out_dir: Path,
     prompt_format: str,
     on_episode: Callable[[dict[str, object]], None] | None = None,
+    detour_kinds: Sequence[str] = DETOUR_KINDS,
 ) -> None:
     """Plays every plan not yet in demonstrations.jsonl, one worker thread per phone."""
     todo: queue.Queue[EpisodePlan] = queue.Queue()
@@ -151,9 +160,9 @@ def run_plans(
             except queue.Empty:
                 return
             try:
-                row = play(plan, tasks[plan.task_id], device, prompt_format)
+                row = play(plan, tasks[plan.task_id], device, prompt_format, detour_kinds)
                 if row["outcome"] == Outcome.INFRA_ERROR.value:
-                    row = play(plan, tasks[plan.task_id], device, prompt_format)
+                    row = play(plan, tasks[plan.task_id], device, prompt_format, detour_kinds)
             except BaseException as e:  # surfaced in the main thread
                 errors.append(e)
                 return
@@ -189,7 +198,9 @@ def cap_done(examples: list[Example], share: float = DONE_SHARE) -> tuple[list[E
     return kept, len(examples) - len(kept)
 
 
-def assemble(out_dir: Path, plans: Sequence[EpisodePlan], seconds: float, phones: int) -> DatasetSummary:
+def assemble(
+    out_dir: Path, plans: Sequence[EpisodePlan], seconds: float, phones: int, copies: int = 1
+) -> DatasetSummary:
     rows = finished_episodes(out_dir)
     examples = [
         Example.model_validate(ex)
@@ -199,10 +210,11 @@ def assemble(out_dir: Path, plans: Sequence[EpisodePlan], seconds: float, phones
     ]
     played = sum(1 for plan in plans if plan.index in rows)
     steps = len(examples)
-    examples, dropped = cap_done(unique(examples))
+    examples, dropped = cap_done(unique(examples, copies))
     return write_dataset(
         examples,
         out_dir,
+        copies=copies,
         dropped_done=dropped,
         collect_seconds=seconds,
         phones=phones,
@@ -211,13 +223,18 @@ def assemble(out_dir: Path, plans: Sequence[EpisodePlan], seconds: float, phones
     )
 
 
-def unique(examples: list[Example]) -> list[Example]:
-    """The first of each identical (prompt, answer) pair: a replayed step teaches nothing new."""
-    seen: set[tuple[str, str]] = set()
+def unique(examples: list[Example], copies: int = 1) -> list[Example]:
+    """The first `copies` of each identical (prompt, answer) pair. One copy: a replayed step teaches nothing
+    new. More: the screens every episode passes through (a task's first screens) weigh more than a state
+    one detour happened to reach, as they do when the agent is evaluated."""
+    if copies < 1:
+        raise ValueError(f"copies must be at least 1, not {copies}")
+    seen: Counter[tuple[str, str]] = Counter()
     out = []
     for ex in examples:
-        if (ex.prompt_hash, ex.answer) not in seen:
-            seen.add((ex.prompt_hash, ex.answer))
+        key = (ex.prompt_hash, ex.answer)
+        if seen[key] < copies:
+            seen[key] += 1
             out.append(ex)
     return out
 

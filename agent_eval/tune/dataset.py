@@ -49,6 +49,7 @@ class DatasetSummary(BaseModel):
     phones: int = 0
     played_episodes: int = 0
     played_steps: int = 0  # expert steps recorded, before duplicates and surplus `done` were dropped
+    copies: int = Field(1, description="Identical (prompt, answer) examples kept up to this many times.")
 
 
 def write_dataset(examples: list[Example], out_dir: Path, **summary: Any) -> DatasetSummary:

@@ -8,6 +8,7 @@ so that the history shows it, never taught).
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_eval.action import Action, ActionType
@@ -20,6 +21,8 @@ from agent_eval.task.schema import OracleStep
 
 OTHER_APPS = ("Clock", "Files", "Calendar", "Phone", "Messages", "Chrome", "Camera")
 MAX_BACKS = 3
+DETOUR_KINDS: tuple[str, ...] = ("tap", "tap", "scroll", "back", "app")  # drawn with equal chance each
+SHADE_DETOUR = "shade"  # pull the quick-settings shade down (opt-in: `tune collect --shade-detours`)
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,13 @@ class Expert:
     """Plays `instance` on `device`: its script, `done` once the goal holds, detours at `detour_rate`."""
 
     def __init__(
-        self, instance: TaskInstance, device: EpisodeDevice, rng: random.Random, *, detour_rate: float = 0.0
+        self,
+        instance: TaskInstance,
+        device: EpisodeDevice,
+        rng: random.Random,
+        *,
+        detour_rate: float = 0.0,
+        detour_kinds: Sequence[str] = DETOUR_KINDS,
     ) -> None:
         if instance.oracle is None:
             raise ValueError(f"task {instance.id} has no oracle")
@@ -43,6 +52,7 @@ class Expert:
         self.device = device
         self.rng = rng
         self.detour_rate = detour_rate
+        self.detour_kinds = tuple(detour_kinds)
         self.script: list[OracleStep] = [s for s in instance.oracle if s.type is not ActionType.DONE]
         self.position = 0  # the next script step
         self.reached = 0  # furthest script position executed
@@ -119,8 +129,7 @@ class Expert:
         return ExpertMove(Action(type=ActionType.KEY, key=key), target=True)
 
     def _detour(self, obs: Observation) -> Action:
-        kinds = ["tap", "tap", "scroll", "back", "app"]
-        kind = self.rng.choice(kinds)
+        kind = self.rng.choice(self.detour_kinds)
         elements = [e for e in obs.elements if e.clickable and (e.text or e.content_desc)]
         if kind == "tap" and elements:
             return Action(type=ActionType.TAP, element=self.rng.choice(elements).index)
@@ -128,6 +137,8 @@ class Expert:
             return Action(type=ActionType.SCROLL, direction="down")
         if kind == "app":
             return Action(type=ActionType.OPEN_APP, app=self.rng.choice(OTHER_APPS))
+        if kind == SHADE_DETOUR:
+            return Action(type=ActionType.SWIPE, direction="down")
         return Action(type=ActionType.KEY, key="back")
 
 

@@ -1,0 +1,54 @@
+"""What a demonstration collection was played with, kept beside it so that a resumed `tune collect` cannot
+mix episodes played two ways in one dataset.
+
+A collection made before this file existed was played with the defaults (the shipped adapter's recipe), and is
+read as such.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from agent_eval.errors import ConfigError
+from agent_eval.records import StrictModel
+from agent_eval.tune.expert import DETOUR_KINDS, SHADE_DETOUR
+
+SETTINGS_FILE = "collect.json"
+
+
+class CollectSettings(StrictModel):
+    prompt_format: str = "compact"
+    seed: int = Field(0, description="Seeds the plan: goal wordings, clean or detour, each episode's draws.")
+    shade_detours: bool = Field(
+        False, description="Detours may also pull the quick-settings shade down (and the expert back out)."
+    )
+
+    @property
+    def detour_kinds(self) -> tuple[str, ...]:
+        return (*DETOUR_KINDS, SHADE_DETOUR) if self.shade_detours else DETOUR_KINDS
+
+
+def settle_settings(out_dir: Path, wanted: CollectSettings, *, played_before: bool) -> None:
+    """Writes `wanted` beside a new collection; refuses to continue one that was played otherwise."""
+    path = out_dir / SETTINGS_FILE
+    if path.is_file():
+        before = CollectSettings.model_validate_json(path.read_text(encoding="utf-8"))
+    elif played_before:
+        before = CollectSettings()
+    else:
+        path.write_text(wanted.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        return
+    if before != wanted:
+        changed = ", ".join(
+            f"{name} {getattr(before, name)!r} → {getattr(wanted, name)!r}"
+            for name in CollectSettings.model_fields
+            if getattr(before, name) != getattr(wanted, name)
+        )
+        raise ConfigError(
+            f"{out_dir} holds demonstrations played with other settings ({changed}): collect into another "
+            "--work directory, or delete this one to start again"
+        )
+    if not path.is_file():
+        path.write_text(before.model_dump_json(indent=2) + "\n", encoding="utf-8")
