@@ -1,7 +1,8 @@
 """The quantization ladder: recipes that fail clearly, rounded weights exactly on their grid, the knee
-sentence, and each new recipe kind ('round', 'gptq') prepared and answered from by the real vLLM server.
+sentence, and each new recipe kind ('round', 'gptq', 'awq') prepared and answered from by the real vLLM
+server.
 
-Engine tests start one server per new recipe kind (two in all); prepared rungs are cached in models/.
+Engine tests start one server per new recipe kind (three in all); prepared rungs are cached in models/.
 """
 
 from __future__ import annotations
@@ -252,17 +253,22 @@ SCHEMA = {
 
 @cache
 def _kind_builds() -> BuildSet:
-    """The round rung of builds/ladder.yaml and a GPTQ int4 rung calibrated on tests/data (both cached)."""
+    """The round rung of builds/ladder.yaml, a GPTQ int4 rung and a rounded AWQ int4 rung calibrated on
+    tests/data (all cached; AWQ on 2 prompts, its grid search being the slow part on CPU)."""
     builds = load_builds(LADDER)
+    calibration = str(CALIBRATION.relative_to(repo_root()))
     gptq = builds.get("gptq-int4-g64").model_dump(exclude_defaults=True)
     gptq.update(name="gptq-int4-g64-test", model_path="ladder-test/gptq-int4-g64")
-    gptq["prepare"].update(calibration=str(CALIBRATION.relative_to(repo_root())), calibration_samples=8)
+    gptq["prepare"].update(calibration=calibration, calibration_samples=8)
+    awq = builds.get("gptq-int3-g64-dq").model_dump(exclude_defaults=True)
+    awq.update(name="awq-int4-g64-dq-test", model_path="ladder-test/awq-int4-g64-dq")
+    awq["prepare"].update(kind="awq", bits=4, calibration=calibration, calibration_samples=2)
     wanted = ("bf16-base", "bf16", "int3-g64-dq")  # the tuned reference is made from bf16-base
     kept = [b.model_dump(exclude_defaults=True) for b in builds.builds if b.name in wanted]
-    return parse_builds({"builds": [*kept, gptq]}, "test ladder")
+    return parse_builds({"builds": [*kept, gptq, awq]}, "test ladder")
 
 
-@pytest.fixture(scope="module", params=["int3-g64-dq", "gptq-int4-g64-test"])
+@pytest.fixture(scope="module", params=["int3-g64-dq", "gptq-int4-g64-test", "awq-int4-g64-dq-test"])
 def served_rung(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServedBuild]:
@@ -294,6 +300,10 @@ def test_each_new_recipe_kind_is_served_and_answers(served_rung: ServedBuild) ->
             "bf16",
         )
         assert rung.calibration_hash is None and served_rung.manifest.bits_per_weight == 3.5
+    elif served_rung.build.name == "awq-int4-g64-dq-test":
+        # prepare refuses an AWQ that smoothed nothing (that would be RTN under AWQ's name)
+        assert (rung.method, rung.bits, rung.group_size, rung.served) == ("awq", 4, 64, "bf16")
+        assert rung.calibration_hash is not None and rung.calibration_hash.startswith("sha256:")
     else:
         assert (rung.method, rung.bits, rung.served) == ("gptq", 4, "own")
         assert rung.calibration_hash is not None and rung.calibration_hash.startswith("sha256:")

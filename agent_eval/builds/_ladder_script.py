@@ -1,8 +1,9 @@
-"""Ladder rungs inside .venv-quant: round-to-nearest or GPTQ to a 2..8-bit grid, saved compressed or rounded.
+"""Ladder rungs inside .venv-quant: round-to-nearest, GPTQ or AWQ to a 2..8-bit grid, saved compressed or
+rounded.
 
-`_quantize_script.py` dispatches the 'round' and 'gptq' jobs here. A rounded ("dq") rung is a plain bf16
-checkpoint whose every Linear weight lies on the rung's grid; `grid.pt` beside it holds the scales and zero
-points, so a test can check each weight against its grid.
+`_quantize_script.py` dispatches the 'round', 'gptq' and 'awq' jobs here. A rounded ("dq") rung is a plain
+bf16 checkpoint whose every Linear weight lies on the rung's grid; `grid.pt` beside it holds the scales and
+zero points, so a test can check each weight against its grid.
 """
 
 from __future__ import annotations
@@ -44,29 +45,44 @@ def _calibration(job: dict[str, Any], tokenizer: Any) -> Any:
 
 
 def ladder(job: dict[str, Any]) -> None:
-    """A round (RTN) or gptq job: quantize the source with llmcompressor, then save compressed or rounded."""
+    """A round (RTN), gptq or awq job: quantize the source with llmcompressor, then save compressed or
+    rounded. AWQ first scales each norm → projection pair by a grid search on the calibration activations,
+    then rounds to nearest (its own modifier does no rounding). AWQ needs the sequential pipeline: under the
+    basic one every parent module's replay gives NaN on this model, every mapping is skipped, and the result
+    is plain RTN — which `_check_smoothed` refuses to save under AWQ's name."""
     import torch
     from llmcompressor import oneshot
     from llmcompressor.modifiers.gptq import GPTQModifier
     from llmcompressor.modifiers.quantization import QuantizationModifier
+    from llmcompressor.modifiers.transform.awq import AWQModifier
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     name, source = job["name"], Path(job["source_dir"])
     model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16)
     tokenizer = AutoTokenizer.from_pretrained(source)
     groups = {"group_0": {"targets": ["Linear"], "weights": _weights_args(job)}}
-    if job["kind"] == "gptq":
+    if job["kind"] in ("gptq", "awq"):
         data = _calibration(job, tokenizer)
-        say(name, f"GPTQ to int{job['bits']} on {len(data)} calibration prompts")
-        recipe: Any = GPTQModifier(config_groups=groups, ignore=["lm_head"], actorder=None)
+        say(name, f"{job['kind'].upper()} to int{job['bits']} on {len(data)} calibration prompts")
+        rtn = QuantizationModifier(config_groups=groups, ignore=["lm_head"])
+        recipe: Any = (
+            GPTQModifier(config_groups=groups, ignore=["lm_head"], actorder=None)
+            if job["kind"] == "gptq"
+            else [AWQModifier(), rtn]
+        )
+        norms = _norm_weights(model)
+        if job["kind"] == "awq":
+            _no_pinning_without_an_accelerator()
         oneshot(
             model=model,
             dataset=data,
             recipe=recipe,
             max_seq_length=2048,
             num_calibration_samples=len(data),
-            pipeline="basic",
+            pipeline="sequential" if job["kind"] == "awq" else "basic",
         )
+        if job["kind"] == "awq":
+            _check_smoothed(name, norms, _norm_weights(model))
     else:
         say(name, f"rounding to int{job['bits']} (round to nearest)")
         oneshot(model=model, recipe=QuantizationModifier(config_groups=groups, ignore=["lm_head"]))
@@ -79,6 +95,27 @@ def ladder(job: dict[str, Any]) -> None:
     else:
         save = _rounded_saver(model, tokenizer)
     _write(job, save)
+
+
+def _norm_weights(model: Any) -> dict[str, Any]:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if n.endswith("layernorm.weight")}
+
+
+def _check_smoothed(name: str, before: dict[str, Any], after: dict[str, Any]) -> None:
+    changed = sum(not bool((after[n] == w).all()) for n, w in before.items())
+    if not changed:
+        raise SystemExit(f"{name}: AWQ smoothed no layer (every mapping was skipped): it would be plain RTN")
+    say(name, f"AWQ scaled {changed} of {len(before)} norm layers")
+
+
+def _no_pinning_without_an_accelerator() -> None:
+    """llmcompressor 0.14's AWQ pins its cached activations (for faster copies to a GPU); a CPU-only torch
+    raises "Cannot access accelerator device" there. Pinning changes no value, so on CPU it is skipped."""
+    import torch
+    from llmcompressor.pipelines.cache import IntermediatesCache
+
+    if not torch.cuda.is_available():
+        IntermediatesCache.pin_memory = lambda self, *args, **kwargs: None  # type: ignore[method-assign,unused-ignore]
 
 
 def _rounded_saver(model: Any, tokenizer: Any) -> Any:

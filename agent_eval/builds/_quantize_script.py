@@ -129,9 +129,9 @@ def main() -> None:
 
     jobs: list[dict[str, Any]] = json.loads(sys.argv[1])
     for job in jobs:
-        {"dequantize-shipped-gguf": dequantize, "quantize": quantize, "round": ladder, "gptq": ladder}[
-            job["kind"]
-        ](job)
+        kinds = {"dequantize-shipped-gguf": dequantize, "quantize": quantize}
+        kinds.update(dict.fromkeys(("round", "gptq", "awq"), ladder))
+        kinds[job["kind"]](job)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""`builds prepare` for ladder rungs ('round', 'gptq'): checks the grid fits, gathers the calibration prompts.
+"""`builds prepare` for ladder rungs ('round', 'gptq', 'awq'): checks the grid fits, gathers the calibration
+prompts.
 
 The calibration set is the agent's own prompts: the recorded steps of a run dir, or a JSONL of chat messages
 (the tuning demonstrations). Its hash joins the source hash, so new calibration data re-prepares the rung.
@@ -15,7 +16,6 @@ from agent_eval.builds.spec import Build, Recipe, repo_root
 from agent_eval.errors import BuildError
 
 LADDER_KINDS = ("round", "gptq", "awq")
-AWQ_WHY_NOT = "AWQ rungs are not made yet: only 'round' and 'gptq' recipes are implemented (docs/builds.md)"
 
 
 def recipe_record(recipe: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -102,8 +102,6 @@ def ladder_job(
     """The quantization job for a ladder rung, and its calibration hash (None for round-to-nearest)."""
     recipe = build.prepare
     assert recipe is not None and recipe.kind in LADDER_KINDS
-    if recipe.kind == "awq":
-        raise BuildError(f"build {build.name!r}: prepare.kind 'awq': {AWQ_WHY_NOT}")
     check_group_size(build, source_dir)
     job: dict[str, Any] = {
         "kind": recipe.kind,
@@ -116,7 +114,7 @@ def ladder_job(
         "output": "rounded" if build.scheme == "bf16" else "compressed",
     }
     calibration = None
-    if recipe.kind == "gptq":
+    if recipe.kind in ("gptq", "awq"):
         prompts, calibration = calibration_set(build)
         scratch.mkdir(parents=True, exist_ok=True)
         file = scratch / f".{build.name}-calibration.json"
