@@ -20,11 +20,12 @@ from agent_eval.device.driver import Device, online_serials
 from agent_eval.errors import DeviceError, InfraError
 
 
-def free_phone_port(start: int) -> int:
-    """The first even port from `start` on where a phone's console (P) and adb port (P+1) are both free."""
+def free_phone_port(start: int, count: int = 1) -> int:
+    """The first even port from `start` on where `count` phones' consoles (P, P+2, …) and adb ports (P+1, …)
+    are all free: another run's phones on those ports are skipped, not collided with."""
     for base in range(start - start % 2, start + 400, 2):
         try:
-            for port in (base, base + 1):
+            for port in range(base, base + 2 * count):
                 with socket.socket() as s:
                     # Ports a stopped phone left in TIME_WAIT are free to a new one (it reuses addresses too).
                     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -59,8 +60,9 @@ class AdbBackend:
             yield [Device(serial) for serial in dict.fromkeys(request.serials)]
             return
         if request.count > 0:
-            say(f"starting {request.count} virtual phone(s) on adb ports from {request.phone_port}")
-            with _started(request.count, request.phone_port) as phones:
+            base = free_phone_port(request.phone_port, request.count)
+            say(f"starting {request.count} virtual phone(s) on adb ports from {base}")
+            with _started(request.count, base) as phones:
                 say(f"phones up: {', '.join(p.serial for p in phones)}")
                 yield phones
             return
