@@ -61,31 +61,29 @@ def ladder(job: dict[str, Any]) -> None:
     model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16)
     tokenizer = AutoTokenizer.from_pretrained(source)
     groups = {"group_0": {"targets": ["Linear"], "weights": _weights_args(job)}}
-    if job["kind"] in ("gptq", "awq"):
+    rtn = QuantizationModifier(config_groups=groups, ignore=["lm_head"])
+    if job["kind"] == "round":
+        say(name, f"rounding to int{job['bits']} (round to nearest)")
+        oneshot(model=model, recipe=rtn)
+    else:
         data = _calibration(job, tokenizer)
         say(name, f"{job['kind'].upper()} to int{job['bits']} on {len(data)} calibration prompts")
-        rtn = QuantizationModifier(config_groups=groups, ignore=["lm_head"])
-        recipe: Any = (
-            GPTQModifier(config_groups=groups, ignore=["lm_head"], actorder=None)
-            if job["kind"] == "gptq"
-            else [AWQModifier(), rtn]
-        )
-        norms = _norm_weights(model)
+        recipe: Any
         if job["kind"] == "awq":
             _no_pinning_without_an_accelerator()
+            norms, recipe = _norm_weights(model), [AWQModifier(), rtn]
+        else:
+            norms, recipe = None, GPTQModifier(config_groups=groups, ignore=["lm_head"], actorder=None)
         oneshot(
             model=model,
             dataset=data,
             recipe=recipe,
             max_seq_length=2048,
             num_calibration_samples=len(data),
-            pipeline="sequential" if job["kind"] == "awq" else "basic",
+            pipeline="basic" if norms is None else "sequential",
         )
-        if job["kind"] == "awq":
+        if norms is not None:
             _check_smoothed(name, norms, _norm_weights(model))
-    else:
-        say(name, f"rounding to int{job['bits']} (round to nearest)")
-        oneshot(model=model, recipe=QuantizationModifier(config_groups=groups, ignore=["lm_head"]))
     if job["output"] == "compressed":
 
         def save(out: Path) -> None:

@@ -86,7 +86,6 @@ def collect_command(
     copies: int,
 ) -> None:
     """Play demonstrations (oracle, detours with recovery) and write data/dataset.jsonl."""
-    from agent_eval.device.adb_backend import free_phone_port
     from agent_eval.device.backend import DeviceRequest, device_backend
 
     out = _work(ctx) / "data"
@@ -100,7 +99,7 @@ def collect_command(
     click.echo(f"{len(plans)} episodes planned over {len(tasks)} training tasks, {len(todo)} to play")
     started = time.perf_counter()
     if todo:
-        request = DeviceRequest(count=phones, phone_port=free_phone_port(phone_port))
+        request = DeviceRequest(count=phones, phone_port=phone_port)  # the backend skips busy ports
         say = lambda text: click.echo(text, err=True)  # noqa: E731
         with (
             device_backend().devices(request, say) as devices,
