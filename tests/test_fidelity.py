@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import random
 from pathlib import Path
 
 import pytest
@@ -246,7 +247,7 @@ def _hand_probe(build: str, episode: EpisodeRecord, *, logprob: float, agrees: b
 
 
 def test_power_counts_the_episodes_each_verdict_needed(tmp_path: Path) -> None:
-    from agent_eval.fidelity.power import POWER_FILE, power_study, write_power
+    from agent_eval.fidelity.power import POWER_FILE, _at_budget, _read_inputs, power_study, write_power
 
     write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16", "bad", "same"), tasks=("wifi_on",), seeds=12))
     lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
@@ -273,6 +274,14 @@ def test_power_counts_the_episodes_each_verdict_needed(tmp_path: Path) -> None:
     # Fidelity: a constant step difference is significant as soon as there are two episodes to cluster by.
     assert rows["bad"].fidelity_flag and rows["bad"].fidelity_episodes_needed == 2
     assert rows["bad"].fidelity_steps_needed == 2 and rows["bad"].ratio == pytest.approx(2 / 7)
+    # The target's budget is ⌊7 / 5⌋ = 1 episode: nothing to cluster by, so no test can flag it there.
+    assert rows["bad"].budget_episodes == 1
+    assert rows["bad"].flagged_at_budget == 0.0 and rows["bad"].any_p05_at_budget == 0.0
+    assert rows["same"].budget_episodes is None and rows["same"].flagged_at_budget is None
+    # With two episodes the constant difference is flagged on every set, and "same" on none.
+    inputs = _read_inputs(tmp_path, None)
+    assert _at_budget(inputs, "bad", 2, 4, random.Random(0)) == (1.0, 1.0)
+    assert _at_budget(inputs, "same", 2, 4, random.Random(0)) == (0.0, 0.0)
     assert not rows["same"].episodes_flag and not rows["same"].fidelity_flag
     assert rows["same"].episodes_needed is None and rows["same"].never_within == {
         "episodes": 3,

@@ -9,6 +9,10 @@ k and at every larger prefix checked, so a lucky early flag that later goes away
 side's need is the median over the random orders; the ratio fidelity ÷ episodes is what issue 15's "≤ 1/5
 as many episodes" is about. Only units with probes count for fidelity (a grid probes after phase 1, not
 the top-up).
+
+For each build the episodes flag, the study also asks what the target asks for: on random sets of
+⌊target_ratio × episodes needed⌋ probed units, how often fidelity flags it, and how often any tested metric
+is harmful at an unadjusted p < 0.05 — when even that is rare, no correction could meet the target.
 """
 
 from __future__ import annotations
@@ -24,13 +28,13 @@ from pydantic import Field
 
 from agent_eval.errors import RunStoreError
 from agent_eval.fidelity.probe import StepProbe
-from agent_eval.fidelity.result import build_fidelity, judge
+from agent_eval.fidelity.result import build_fidelity, harmful_p_values, judge
 from agent_eval.fidelity.run import FIDELITY_DIR, probed_builds, read_probes, write_json_record
 from agent_eval.records import EpisodeRecord, StrictModel
 from agent_eval.rundir import read_episodes, read_run_settings, settle_attempts
 from agent_eval.scoring.regression import compare_builds
 from agent_eval.scoring.scorecard import resolve_reference
-from agent_eval.scoring.stats import DEFAULT_MARGIN, Verdict
+from agent_eval.scoring.stats import ALPHA, DEFAULT_MARGIN, Verdict
 
 POWER_FILE = "fidelity-power.json"
 TARGET_RATIO = 0.2
@@ -53,6 +57,17 @@ class PowerRow(StrictModel):
     ratio: float | None = Field(None, description="fidelity_episodes_needed ÷ episodes_needed.")
     never_within: dict[str, int] = Field(
         default_factory=dict, description="Orders in which a side did not settle on flagging within the run."
+    )
+    budget_episodes: int | None = Field(
+        None, description="The target's budget: target_ratio × episodes_needed, rounded down (≥ 1)."
+    )
+    flagged_at_budget: float | None = Field(
+        None, description="Share of random sets of budget_episodes probed units on which fidelity flags it."
+    )
+    any_p05_at_budget: float | None = Field(
+        None,
+        description="Share of those sets where some tested metric is harmful at unadjusted p < 0.05 "
+        "(no Holm): how far the budget is from any clustered test, not just from the correction.",
     )
 
 
@@ -85,6 +100,23 @@ def _fidelity_flags(probes: dict[str, list[StepProbe]], reference: str, units: s
     ]
     judge(results)
     return {r.build for r in results if r.flagged}
+
+
+def _at_budget(
+    inputs: _Inputs, build: str, budget: int, sets: int, rng: random.Random
+) -> tuple[float, float]:
+    """Over `sets` random sets of `budget` probed units: the share on which fidelity flags `build` (Holm over
+    every build, as judged), and the share on which some metric is harmful at unadjusted p < 0.05."""
+    probed = sorted(inputs.steps_in)
+    flagged = unadjusted = 0
+    for _ in range(sets):
+        chosen = set(rng.sample(probed, min(budget, len(probed))))
+        flagged += build in _fidelity_flags(inputs.probes, inputs.reference, chosen)
+        mine = [p for p in inputs.probes[build] if (p.task_id, p.seed) in chosen]
+        ref = [p for p in inputs.probes[inputs.reference] if (p.task_id, p.seed) in chosen]
+        result = build_fidelity(build, mine, ref, False, with_kl=False)
+        unadjusted += any(p < ALPHA for p in harmful_p_values(result))
+    return flagged / sets, unadjusted / sets
 
 
 def _settled(flags_by_k: list[set[str]], build: str) -> int | None:
@@ -236,6 +268,12 @@ def power_study(
     whole_fidelity = _fidelity_flags(inputs.probes, reference, probed_units)
     rows = [_row(b, needs, whole_episodes, whole_fidelity) for b in inputs.builds]
     flagged = [r for r in rows if r.episodes_flag]
+    for r in flagged:
+        if r.episodes_needed is not None and r.build in inputs.probes:
+            r.budget_episodes = max(1, int(TARGET_RATIO * r.episodes_needed))
+            r.flagged_at_budget, r.any_p05_at_budget = _at_budget(
+                inputs, r.build, r.budget_episodes, orders, rng
+            )
     meets = bool(flagged) and all(
         r.fidelity_flag and r.ratio is not None and r.ratio <= TARGET_RATIO for r in flagged
     )
@@ -254,26 +292,33 @@ def _num(x: float | None) -> str:
     return "–" if x is None else f"{x:g}"
 
 
+def _share(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
 def power_markdown(study: PowerStudy) -> str:
     head = (
         "| build | episodes flag | fidelity flags | episodes needed | fidelity: episodes | fidelity: steps "
-        "| ratio |"
+        "| ratio | budget (1/5) | flags at budget | any p < 0.05 at budget |"
     )
-    rows = [head, "|" + "---|" * 7]
+    rows = [head, "|" + "---|" * 10]
     for r in study.rows:
         ratio = "–" if r.ratio is None else f"{r.ratio:.2f}"
         rows.append(
             f"| {r.build} | {'REGRESSION' if r.episodes_flag else 'no'} "
             f"| {'WORSE' if r.fidelity_flag else 'no'} "
             f"| {_num(r.episodes_needed)} | {_num(r.fidelity_episodes_needed)} | "
-            f"{_num(r.fidelity_steps_needed)} | {ratio} |"
+            f"{_num(r.fidelity_steps_needed)} | {ratio} | {_num(r.budget_episodes)} "
+            f"| {_share(r.flagged_at_budget)} | {_share(r.any_p05_at_budget)} |"
         )
     intro = (
         f"Power on {study.run_id}: medians over {study.orders} random orders of the reference's "
         f"{study.units} (task, seed) units ({study.probed_units} with probed steps); a need is the prefix "
         "from which on the verdict flags the build. Target: fidelity needs ≤ "
         f"{study.target_ratio:g} × the episodes, for every build the episodes flag: "
-        f"{'met' if study.meets_target else 'not met'}."
+        f"{'met' if study.meets_target else 'not met'}. At the budget (the target's number of episodes), "
+        "the share of random sets of probed units on which fidelity flags the build, and on which any "
+        "tested metric is harmful at unadjusted p < 0.05."
     )
     return "\n".join([intro, "", *rows]) + "\n"
 

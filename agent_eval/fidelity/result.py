@@ -210,6 +210,16 @@ def build_fidelity(
     )
 
 
+def harmful_p_values(build: BuildFidelity) -> list[float]:
+    """The unadjusted two-sided p of every tested metric whose difference from the reference is harmful."""
+    out = []
+    for name, harmful in _TESTED.items():
+        diff = getattr(build, name).vs_reference
+        if diff is not None and diff.p_value is not None and diff.mean and (diff.mean > 0) == (harmful > 0):
+            out.append(diff.p_value)
+    return out
+
+
 def judge(builds: list[BuildFidelity], alpha: float = ALPHA) -> None:
     """Holm over every (build, tested metric) with a paired difference; sets verdicts and `flagged`."""
     tested: list[tuple[BuildFidelity, MetricFidelity, int]] = []
