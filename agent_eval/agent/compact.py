@@ -25,7 +25,8 @@ from agent_eval.agent.prompt import (
 from agent_eval.screen.observation import Element, Observation
 
 SYSTEM_PROMPT = (
-    "Phone agent. Reply with one JSON action: tap, long_press, type, scroll, key, open_app, done, infeasible."
+    "Phone agent. Reply with one JSON action: tap, long_press, type, scroll, swipe, key, open_app, wait,"
+    " done, infeasible."
 )
 
 HISTORY_LEN = 4  # steps of history shown; an LLM policy with this format is given no more than these

@@ -24,7 +24,7 @@ from agent_eval.tune.collect import (
     run_plans,
     training_tasks,
 )
-from agent_eval.tune.collect_settings import CollectSettings, settle_settings
+from agent_eval.tune.collect_settings import CollectSettings, read_settings, settle_settings
 from agent_eval.tune.dataset import DatasetSummary, read_dataset
 
 DEFAULT_BASE = "smollm2-135m-instruct/bf16"
@@ -63,13 +63,13 @@ def tune_group(ctx: click.Context, work: Path, tasks_path: Path) -> None:
 @click.option("--seed", default=0, show_default=True)
 @click.option(
     "--shade-detours/--no-shade-detours",
-    default=False,
+    default=True,
     show_default=True,
     help="Detours may also pull the quick-settings shade down (the expert then finds its way out).",
 )
 @click.option(
     "--copies",
-    default=1,
+    default=2,
     show_default=True,
     type=click.IntRange(min=1),
     help="Keep identical (prompt, answer) examples up to this many times (1: each once).",
@@ -131,7 +131,7 @@ def _say_dataset(s: DatasetSummary) -> None:
 )
 @click.option(
     "--epochs",
-    default=4.0,
+    default=3.25,
     show_default=True,
     help="Token budget in passes over the first epoch (fractions allowed); focused epochs are shorter.",
 )
@@ -219,5 +219,6 @@ def ship_command(ctx: click.Context, base: Path | None, dest: Path | None) -> No
         state=state,
         dest=dest or repo_root() / DEFAULT_ADAPTER,
         prompt_format=summary.prompt_format,
+        collect=read_settings(work / "data").model_dump(mode="json"),
     )
     click.echo(f"shipped adapter {manifest.adapter_sha256[:12]} ({manifest.adapter_bytes / 2**20:.1f} MiB)")

@@ -1,8 +1,8 @@
 """What a demonstration collection was played with, kept beside it so that a resumed `tune collect` cannot
 mix episodes played two ways in one dataset.
 
-A collection made before this file existed was played with the defaults (the shipped adapter's recipe), and is
-read as such.
+A collection made before this file existed was played without shade detours (the option came later) and with
+seed 0, and is read as such: the model's defaults are that, not the command's.
 """
 
 from __future__ import annotations
@@ -30,13 +30,19 @@ class CollectSettings(StrictModel):
         return (*DETOUR_KINDS, SHADE_DETOUR) if self.shade_detours else DETOUR_KINDS
 
 
+def read_settings(out_dir: Path) -> CollectSettings:
+    """The settings a collection was played with (one older than the file: the model's defaults)."""
+    path = out_dir / SETTINGS_FILE
+    if not path.is_file():
+        return CollectSettings()
+    return CollectSettings.model_validate_json(path.read_text(encoding="utf-8"))
+
+
 def settle_settings(out_dir: Path, wanted: CollectSettings, *, played_before: bool) -> None:
     """Writes `wanted` beside a new collection; refuses to continue one that was played otherwise."""
     path = out_dir / SETTINGS_FILE
-    if path.is_file():
-        before = CollectSettings.model_validate_json(path.read_text(encoding="utf-8"))
-    elif played_before:
-        before = CollectSettings()
+    if path.is_file() or played_before:
+        before = read_settings(out_dir)
     else:
         path.write_text(wanted.model_dump_json(indent=2) + "\n", encoding="utf-8")
         return

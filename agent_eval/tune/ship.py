@@ -61,6 +61,7 @@ def ship(
     state: TrainState,
     dest: Path,
     prompt_format: str,
+    collect: dict[str, Any] | None = None,
 ) -> AdapterManifest:
     """Copies the adapter in `train_dir` to `dest` with its manifest; refuses one over the size limit."""
     trained = train_dir / "adapter"
@@ -74,6 +75,7 @@ def ship(
         )
     extra: dict[str, Any] = {
         "dataset": dataset.model_dump(mode="json"),
+        "collect_settings": collect or {},
         "tasks_used": dataset.tasks,
         "held_out_tasks": held_out,
         "hyperparameters": asdict(cfg),
