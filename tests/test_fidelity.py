@@ -309,3 +309,46 @@ def test_a_continued_grid_assembles_fidelity_from_the_probes_on_disk(tmp_path: P
     speeds = [b["steps_per_min"] for b in again["builds"]]
     assert all(speeds) and speeds == [b["steps_per_min"] for b in earlier["builds"]]  # the earlier session's
     assert any("wrote" in line for line in said)
+
+
+def test_a_tie_in_the_mask_goes_to_the_lower_token_id() -> None:
+    """Greedy decoding takes the first of equal maxima: an allowed token as likely as the forced one is ahead
+    of it only when its id is lower (a tie once sent 9 of 60 of the tuned reference's own answers to a
+    decode)."""
+    import xgrammar as xgr
+
+    from agent_eval.agent.prompt import action_schema
+    from agent_eval.builds.spec import models_dir
+    from agent_eval.fidelity.mask import SchemaMask
+
+    tokenizer_dir = models_dir() / "smollm2-135m-instruct" / "bf16"
+    if not (tokenizer_dir / "tokenizer.json").is_file():
+        pytest.skip("needs the prepared base model's tokenizer (agent-eval builds prepare)")
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    mask = SchemaMask(tokenizer_dir, action_schema())
+    answer = tokenizer('{"type": "done"}', add_special_tokens=False)["input_ids"]
+    answer.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    bitmask = xgr.allocate_token_bitmask(1, mask._info.vocab_size)
+    matcher = xgr.GrammarMatcher(mask._grammar)
+    at = 0  # the first position with allowed tokens on both sides of the forced one
+    while True:
+        forced = answer[at]
+        matcher.fill_next_token_bitmask(bitmask)
+        allowed = [t for t in range(len(tokenizer)) if (int(bitmask[0][t // 32]) >> (t % 32)) & 1]
+        if any(t < forced for t in allowed) and any(t > forced for t in allowed):
+            break
+        assert matcher.accept_token(forced)
+        at += 1
+    lower = next(t for t in allowed if t < forced)
+    higher = next(t for t in allowed if t > forced)
+
+    def rank_at(other: int, logprob: float, rank: int) -> int | None:
+        tops = [{t: -0.5, other: logprob} if i == at else {t: -0.1} for i, t in enumerate(answer)]
+        ranks = [rank if i == at else 1 for i in range(len(answer))]
+        return mask.masked_ranks(answer, ranks, tops)[at]
+
+    assert rank_at(lower, -0.5, 1) == 2  # a tie with a lower id: greedy takes the other token
+    assert rank_at(higher, -0.5, 1) == 1  # a tie with a higher id: greedy takes the forced one
+    assert rank_at(higher, -0.4, 2) == 2  # more likely: ahead, whatever its id

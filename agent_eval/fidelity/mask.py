@@ -2,7 +2,9 @@
 
 vLLM constrains structured answers with xgrammar; the same grammar (the agent's action schema, any whitespace)
 is compiled here with the model's tokenizer. At a position, the *masked* rank of the forced token counts only
-the tokens that are both allowed and at least as likely as it (a tie counts against it). When every token
+the tokens that are both allowed and more likely than it, or as likely with a lower token id (greedy decoding
+takes the first of equal maxima, so such a tie goes to the other token, and a tie with a higher id to the
+forced one). When every token
 above the forced one is among the engine's top-k, that rank is exact; otherwise it is unknown (None) and the
 step needs a decode.
 """
@@ -31,7 +33,7 @@ class SchemaMask:
     def masked_ranks(
         self, answer_ids: Sequence[int], ranks: Sequence[int], tops: Sequence[Mapping[int, float]]
     ) -> list[int | None]:
-        """Per position: 1 + allowed tokens more likely than the forced one; None where that is unknown.
+        """Per position: 1 + allowed tokens ahead of the forced one; None where that is unknown.
 
         After a forced token the grammar rejects (the source answer broke the schema), every rank is None.
         """
@@ -47,7 +49,11 @@ class SchemaMask:
             matcher.fill_next_token_bitmask(bitmask)
             words = bitmask[0]
             forced = top.get(token)
-            above = [t for t, lp in top.items() if forced is not None and lp >= forced and t != token]
+            above = [
+                t
+                for t, lp in top.items()
+                if forced is not None and t != token and (lp > forced or (lp == forced and t < token))
+            ]
             allowed_above = sum(1 for t in above if (int(words[t // 32]) >> (t % 32)) & 1)
             complete = forced is not None and len(above) >= rank - 1  # every token above it is known
             out.append(1 + allowed_above if complete or allowed_above else None)
