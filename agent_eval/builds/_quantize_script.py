@@ -128,9 +128,9 @@ def main() -> None:
     from _ladder_script import ladder  # type: ignore[import-not-found,unused-ignore]
 
     jobs: list[dict[str, Any]] = json.loads(sys.argv[1])
+    kinds = {"dequantize-shipped-gguf": dequantize, "quantize": quantize}
+    kinds.update(dict.fromkeys(("round", "gptq", "awq"), ladder))
     for job in jobs:
-        kinds = {"dequantize-shipped-gguf": dequantize, "quantize": quantize}
-        kinds.update(dict.fromkeys(("round", "gptq", "awq"), ladder))
         kinds[job["kind"]](job)
 
 

@@ -4,9 +4,8 @@ vLLM constrains structured answers with xgrammar; the same grammar (the agent's 
 is compiled here with the model's tokenizer. At a position, the *masked* rank of the forced token counts only
 the tokens that are both allowed and more likely than it, or as likely with a lower token id (greedy decoding
 takes the first of equal maxima, so such a tie goes to the other token, and a tie with a higher id to the
-forced one). When every token
-above the forced one is among the engine's top-k, that rank is exact; otherwise it is unknown (None) and the
-step needs a decode.
+forced one). When every token above the forced one is among the engine's top-k, that rank is exact;
+otherwise it is unknown (None) and the step needs a decode.
 """
 
 from __future__ import annotations

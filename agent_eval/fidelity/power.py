@@ -28,7 +28,7 @@ from pydantic import Field
 
 from agent_eval.errors import RunStoreError
 from agent_eval.fidelity.probe import StepProbe
-from agent_eval.fidelity.result import build_fidelity, harmful_p_values, judge
+from agent_eval.fidelity.result import BuildFidelity, build_fidelity, harmful_p_values, judge
 from agent_eval.fidelity.run import FIDELITY_DIR, probed_builds, read_probes, write_json_record
 from agent_eval.records import EpisodeRecord, StrictModel
 from agent_eval.rundir import read_episodes, read_run_settings, settle_attempts
@@ -91,15 +91,20 @@ def _episode_flags(scored: Sequence[EpisodeRecord], reference: str, margin: floa
     }
 
 
-def _fidelity_flags(probes: dict[str, list[StepProbe]], reference: str, units: set[Unit]) -> set[str]:
+def _judged(probes: dict[str, list[StepProbe]], reference: str, units: set[Unit]) -> list[BuildFidelity]:
+    """Every build's fidelity on the steps of `units`, judged (Holm over every build); none without steps."""
     chosen = {b: [p for p in ps if (p.task_id, p.seed) in units] for b, ps in probes.items()}
     if not chosen[reference]:
-        return set()
+        return []
     results = [
         build_fidelity(b, ps, chosen[reference], b == reference, with_kl=False) for b, ps in chosen.items()
     ]
     judge(results)
-    return {r.build for r in results if r.flagged}
+    return results
+
+
+def _fidelity_flags(probes: dict[str, list[StepProbe]], reference: str, units: set[Unit]) -> set[str]:
+    return {r.build for r in _judged(probes, reference, units) if r.flagged}
 
 
 def _at_budget(
@@ -111,10 +116,8 @@ def _at_budget(
     flagged = unadjusted = 0
     for _ in range(sets):
         chosen = set(rng.sample(probed, min(budget, len(probed))))
-        flagged += build in _fidelity_flags(inputs.probes, inputs.reference, chosen)
-        mine = [p for p in inputs.probes[build] if (p.task_id, p.seed) in chosen]
-        ref = [p for p in inputs.probes[inputs.reference] if (p.task_id, p.seed) in chosen]
-        result = build_fidelity(build, mine, ref, False, with_kl=False)
+        result = next(r for r in _judged(inputs.probes, inputs.reference, chosen) if r.build == build)
+        flagged += result.flagged
         unadjusted += any(p < ALPHA for p in harmful_p_values(result))
     return flagged / sets, unadjusted / sets
 

@@ -210,12 +210,17 @@ def build_fidelity(
     )
 
 
+def _harmful(mean: float | None, direction: int) -> bool:
+    """A difference from the reference in the metric's harmful direction (+1: higher is worse)."""
+    return mean is not None and mean != 0 and (mean > 0) == (direction > 0)
+
+
 def harmful_p_values(build: BuildFidelity) -> list[float]:
     """The unadjusted two-sided p of every tested metric whose difference from the reference is harmful."""
     out = []
-    for name, harmful in _TESTED.items():
+    for name, direction in _TESTED.items():
         diff = getattr(build, name).vs_reference
-        if diff is not None and diff.p_value is not None and diff.mean and (diff.mean > 0) == (harmful > 0):
+        if diff is not None and diff.p_value is not None and _harmful(diff.mean, direction):
             out.append(diff.p_value)
     return out
 
@@ -242,6 +247,6 @@ def judge(builds: list[BuildFidelity], alpha: float = ALPHA) -> None:
         if p >= alpha or mean is None or mean == 0:
             m.verdict = FidelityVerdict.NOT_SHOWN
         else:
-            worse = (mean > 0) == (harmful > 0)
+            worse = _harmful(mean, harmful)
             m.verdict = FidelityVerdict.WORSE if worse else FidelityVerdict.BETTER
             b.flagged = b.flagged or worse
