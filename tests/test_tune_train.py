@@ -1,0 +1,79 @@
+"""`tune train`'s arithmetic: LoRA weights stay float32 for the optimiser, while under bf16 autocast each LoRA
+layer computes in bf16 (peft's cast of its input to float32 is off), and the loss agrees with float32 LoRA
+arithmetic. Runs on a tiny random Llama, no weights needed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from agent_eval.tune.batches import IGNORE
+from agent_eval.tune.train import LORA_TARGETS, _keep_inputs_in_bf16, answer_loss
+
+
+def tiny_lora_model(attention: str) -> Any:
+    import transformers
+    from peft import LoraConfig, get_peft_model
+
+    hf: Any = transformers  # its stubs do not know every model class's keywords
+    torch.manual_seed(0)
+    config = hf.LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
+    model = hf.AutoModelForCausalLM.from_config(config, attn_implementation=attention, dtype=torch.bfloat16)
+    assert model.config._attn_implementation == attention
+    lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=list(LORA_TARGETS))
+    peft_model = get_peft_model(model, lora)
+    for name, param in peft_model.named_parameters():
+        if "lora_B" in name:  # peft starts B at zero; give the adapter something to contribute
+            torch.nn.init.normal_(param, std=0.5)
+    return peft_model
+
+
+def batch() -> dict[str, Any]:
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 64, (2, 12), generator=g)
+    labels = torch.full_like(ids, IGNORE)
+    labels[:, 9:] = ids[:, 9:]
+    mask = torch.ones_like(ids)
+    mask[1, 10:] = 0
+    labels[1, 10:] = IGNORE
+    return {"input_ids": ids, "labels": labels, "attention_mask": mask}
+
+
+def lora_input_dtypes(model: Any, *, bf16_autocast: bool) -> tuple[set[torch.dtype], float]:
+    seen: set[torch.dtype] = set()
+    hooks = [
+        module.register_forward_hook(lambda _m, args, _out: seen.add(args[0].dtype))
+        for name, module in model.named_modules()
+        if name.endswith("lora_A.default")
+    ]
+    loss, _ = answer_loss(model, batch(), bf16_autocast=bf16_autocast)
+    for hook in hooks:
+        hook.remove()
+    loss.backward()
+    return seen, float(loss.detach())
+
+
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_bf16_autocast_keeps_float32_weights_and_the_same_loss(attention: str) -> None:
+    reference = tiny_lora_model(attention)
+    dtypes, reference_loss = lora_input_dtypes(reference, bf16_autocast=False)
+    assert dtypes == {torch.float32}  # peft's default: the input is cast up to the adapter's float32
+
+    fast = tiny_lora_model(attention)
+    _keep_inputs_in_bf16(fast)
+    dtypes, fast_loss = lora_input_dtypes(fast, bf16_autocast=True)
+    assert dtypes == {torch.bfloat16}
+    trainable = [(n, p) for n, p in fast.named_parameters() if p.requires_grad]
+    assert trainable and all(p.dtype == torch.float32 for _, p in trainable)
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 for _, p in trainable)
+    assert any(float(p.grad.abs().sum()) > 0 for n, p in trainable if "lora_A" in n)
+    assert fast_loss == pytest.approx(reference_loss, rel=0.02)
