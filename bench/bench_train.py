@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from agent_eval.tune.batches import collate, encode, make_batches
+from agent_eval.tune.batches import collate, encode, make_batches, padding_id
 from agent_eval.tune.dataset import read_dataset
 from agent_eval.tune.train import TrainConfig, answer_loss, load_base
 
@@ -81,8 +81,9 @@ def main() -> None:
     tokenizer = loaded[0][1]
     examples, _ = read_dataset(args.data)
     items = [encode(ex, tokenizer) for ex in examples]
-    batches = make_batches(items, token_budget=2048, max_batch=8, seed=0)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    defaults = TrainConfig()  # batches as `tune train` makes them
+    batches = make_batches(items, token_budget=defaults.token_budget, max_batch=defaults.max_batch, seed=0)
+    pad = padding_id(tokenizer)
     for n, indices in enumerate(batches[: args.warmup + args.steps]):
         batch = collate([items[i] for i in indices], pad)
         for each, _ in loaded:  # every setting on the same batch, one after the other: drift hits all alike

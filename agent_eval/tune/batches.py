@@ -52,6 +52,11 @@ def make_batches(
     return batches
 
 
+def padding_id(tokenizer: Any) -> int:
+    """The id that fills a batch's shorter rows: the tokenizer's pad token, else its end-of-text token."""
+    return int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
+
+
 def collate(items: Sequence[Encoded], pad_id: int) -> dict[str, Any]:
     import torch
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agent_eval.errors import ConfigError
-from agent_eval.tune.batches import IGNORE, Encoded, collate, encode, make_batches
+from agent_eval.tune.batches import IGNORE, Encoded, collate, encode, make_batches, padding_id
 from agent_eval.tune.dataset import Example
 from agent_eval.tune.focus import epoch_examples
 
@@ -179,7 +179,7 @@ def train(
     if len(state.hardness) != len(items):
         state.hardness = [None] * len(items)
     state.budget_tokens = _budget_tokens(items, tasks, state, cfg)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    pad = padding_id(tokenizer)
     model.train()
     bar = _progress_bar(state.budget_tokens, state.tokens, progress)
     while state.tokens < state.budget_tokens:
