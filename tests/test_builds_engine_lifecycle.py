@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _cpu import ENV as CPU_ENV
+from _cpu import HOSTS
 from _engines import prepared_default_builds
 
-from agent_eval.builds import prepare, serve
-from agent_eval.builds.host import cpu_flags
+from agent_eval.builds import BuildSet, load_builds, prepare, serve, unavailable_reason
+from agent_eval.builds.host import real_cpu_flags
 from agent_eval.builds.spec import parse_builds
 from agent_eval.errors import BuildError
 from agent_eval.records import EngineRecord
@@ -80,13 +82,35 @@ def test_a_scheme_the_engine_rejects_names_the_build_and_quotes_the_log(tmp_path
     assert record.startup_s is None and record.command
 
 
-@pytest.mark.skipif("avx512f" in cpu_flags(), reason="this CPU has AVX-512: vLLM serves int4 weights here")
-def test_int4_weights_on_a_cpu_without_avx512_fail_at_the_first_token(tmp_path: Path) -> None:
-    # The default w4a16 build, declared without its CPU requirement, as a user might bring it.
+def _bare_int4_builds() -> BuildSet:
+    """The default w4a16 build declared without its CPU requirement, as a user might bring it, beside the
+    reference and the base the reference is made from."""
     raw = yaml.safe_load((REPO / "builds" / "default.yaml").read_text())["builds"]
     entries = {b["name"]: b for b in raw}
     bare = {k: v for k, v in entries["w4a16"].items() if k not in {"optional", "requires_cpu_flags", "note"}}
-    builds = parse_builds({"builds": [entries["bf16"], bare]}, "test")
+    return parse_builds({"builds": [entries["bf16-base"], entries["bf16"], bare]}, "test")
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTS))
+def test_a_bare_int4_build_is_left_to_the_engine_on_every_cpu_kind(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without `requires_cpu_flags` the harness cannot know the kernel is missing: it plans and serves the
+    # build, and only the engine's first token can tell (the test below shows that on an AVX2-only CPU).
+    monkeypatch.setenv(CPU_ENV, HOSTS[kind])
+    builds = _bare_int4_builds()
+    assert builds.get("bf16").prepare is not None and builds.get("bf16").prepare.source == "bf16-base"
+    assert unavailable_reason(builds.get("w4a16")) is None
+    declared = load_builds(REPO / "builds" / "default.yaml").get("w4a16")
+    assert (unavailable_reason(declared) is None) is (kind != "avx2-only")
+
+
+@pytest.mark.skipif(
+    "avx512f" in real_cpu_flags(),
+    reason="this CPU has AVX-512: vLLM serves int4 weights here (tests/_cpu.py)",
+)
+def test_int4_weights_on_a_cpu_without_avx512_fail_at_the_first_token(tmp_path: Path) -> None:
+    builds = _bare_int4_builds()
     prepare(builds, say=lambda _: None)
     with pytest.raises(BuildError) as err, serve(builds.get("w4a16"), tmp_path):
         pass

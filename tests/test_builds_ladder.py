@@ -19,7 +19,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from agent_eval.builds import BuildSet, ServedBuild, load_builds, prepare, serve
+from agent_eval.builds import BuildSet, ServedBuild, load_builds, prepare, serve, unavailable_reason
 from agent_eval.builds.client import ChatClient
 from agent_eval.builds.prepare_ladder import calibration_set, check_group_size
 from agent_eval.builds.spec import parse_builds, repo_root
@@ -251,6 +251,16 @@ SCHEMA = {
 }
 
 
+def _gptq_int4_test_name() -> str:
+    """The GPTQ int4 rung in its own int4 format where this host's vLLM has the int4 kernel (AVX-512), else
+    its rounded bf16 twin: the same recipe and rung record, served on every CPU (tests/_cpu.py)."""
+    return (
+        "gptq-int4-g64-test"
+        if unavailable_reason(load_builds(LADDER).get("gptq-int4-g64")) is None
+        else ("gptq-int4-g64-dq-test")
+    )
+
+
 @cache
 def _kind_builds() -> BuildSet:
     """The round rung of builds/ladder.yaml, a GPTQ int4 rung and a rounded AWQ int4 rung calibrated on
@@ -259,6 +269,10 @@ def _kind_builds() -> BuildSet:
     calibration = str(CALIBRATION.relative_to(repo_root()))
     gptq = builds.get("gptq-int4-g64").model_dump(exclude_defaults=True)
     gptq.update(name="gptq-int4-g64-test", model_path="ladder-test/gptq-int4-g64")
+    if _gptq_int4_test_name() != "gptq-int4-g64-test":
+        for key in ("optional", "requires_cpu_flags", "note"):
+            gptq.pop(key, None)
+        gptq.update(name="gptq-int4-g64-dq-test", scheme="bf16", model_path="ladder-test/gptq-int4-g64-dq")
     gptq["prepare"].update(calibration=calibration, calibration_samples=8)
     awq = builds.get("gptq-int3-g64-dq").model_dump(exclude_defaults=True)
     awq.update(name="awq-int4-g64-dq-test", model_path="ladder-test/awq-int4-g64-dq")
@@ -268,7 +282,7 @@ def _kind_builds() -> BuildSet:
     return parse_builds({"builds": [*kept, gptq, awq]}, "test ladder")
 
 
-@pytest.fixture(scope="module", params=["int3-g64-dq", "gptq-int4-g64-test", "awq-int4-g64-dq-test"])
+@pytest.fixture(scope="module", params=["int3-g64-dq", _gptq_int4_test_name(), "awq-int4-g64-dq-test"])
 def served_rung(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServedBuild]:
@@ -305,5 +319,6 @@ def test_each_new_recipe_kind_is_served_and_answers(served_rung: ServedBuild) ->
         assert (rung.method, rung.bits, rung.group_size, rung.served) == ("awq", 4, 64, "bf16")
         assert rung.calibration_hash is not None and rung.calibration_hash.startswith("sha256:")
     else:
-        assert (rung.method, rung.bits, rung.served) == ("gptq", 4, "own")
+        served = "own" if served_rung.build.name == "gptq-int4-g64-test" else "bf16"
+        assert (rung.method, rung.bits, rung.served) == ("gptq", 4, served)
         assert rung.calibration_hash is not None and rung.calibration_hash.startswith("sha256:")

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _cpu import ENV as CPU_ENV
+from _cpu import HOSTS
 
 from agent_eval.builds import host
 from agent_eval.builds.launcher import GUARD, serve
@@ -50,13 +52,36 @@ def test_default_file_has_one_reference_and_the_vllm_builds() -> None:
     assert w4a8.optional and "amx_int8" in w4a8.requires_cpu_flags and "AMX" in w4a8.note
 
 
-def test_w4a8_is_reported_unservable_without_amx() -> None:
-    w4a8 = load_builds(REPO / "builds" / "default.yaml").get("w4a8")
-    reason = host.unavailable_reason(w4a8)
-    if {"amx_int8", "amx_tile"} <= host.cpu_flags():
-        assert reason is None
-    else:
-        assert reason is not None and "amx" in reason.lower()
+# What each default build needs, decided on every CPU kind (simulated flag sets; no engine starts here).
+RUNS_ON = {
+    "avx2-only": {"bf16": True, "w8a8": True, "w4a16": False, "w4a8": False},
+    "avx512": {"bf16": True, "w8a8": True, "w4a16": True, "w4a8": False},
+    "avx512-amx": {"bf16": True, "w8a8": True, "w4a16": True, "w4a8": True},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTS))
+def test_each_cpu_kind_decides_which_default_builds_run_and_says_why_not(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CPU_ENV, HOSTS[kind])
+    builds = load_builds(REPO / "builds" / "default.yaml")
+    for name, runs in RUNS_ON[kind].items():
+        reason = host.unavailable_reason(builds.get(name))
+        assert (reason is None) is runs, (name, reason)
+    if kind == "avx2-only":
+        w4a16 = host.unavailable_reason(builds.get("w4a16"))
+        assert w4a16 is not None and "'avx512f'" in w4a16 and "AVX-512" in w4a16
+    if kind != "avx512-amx":
+        w4a8 = host.unavailable_reason(builds.get("w4a8"))
+        assert w4a8 is not None and "amx_int8" in w4a8 and "AMX" in w4a8
+
+
+def test_the_real_cpu_decides_the_default_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(CPU_ENV, raising=False)
+    assert host.cpu_flags() == host.real_cpu_flags() and "sse2" in host.real_cpu_flags()
+    w4a16 = load_builds(REPO / "builds" / "default.yaml").get("w4a16")
+    assert (host.unavailable_reason(w4a16) is None) is ("avx512f" in host.real_cpu_flags())
 
 
 def test_errors_name_the_file_and_the_field(tmp_path: Path) -> None:
@@ -308,15 +333,22 @@ def test_memory_sampler_sees_a_growing_tree() -> None:
 AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")
 
 
-def test_builds_list_says_what_runs_here() -> None:
+@pytest.mark.parametrize("kind", sorted(HOSTS))
+def test_builds_list_says_what_runs_here(kind: str) -> None:
+    env = {**os.environ, CPU_ENV: HOSTS[kind]}
     done = subprocess.run(
-        [AGENT_EVAL, "builds", "list"], capture_output=True, text=True, cwd=REPO, check=True
+        [AGENT_EVAL, "builds", "list"], capture_output=True, text=True, cwd=REPO, check=True, env=env
     )
     lines = {line.split()[0]: line for line in done.stdout.splitlines()}
     assert "(reference)" in lines["bf16"]
-    assert "runs here" in lines["bf16"] or "cannot run here" in lines["bf16"]
-    if "amx_int8" not in host.cpu_flags():
+    for name, runs in RUNS_ON[kind].items():
+        assert lines[name].endswith("runs here" if name != "bf16" else "runs here (reference)") is runs, (
+            lines[name]
+        )
+    if not RUNS_ON[kind]["w4a8"]:
         assert "cannot run here: needs CPU flags" in lines["w4a8"] and "AMX" in lines["w4a8"]
+    if not RUNS_ON[kind]["w4a16"]:
+        assert "cannot run here: needs CPU flags ['avx512f'" in lines["w4a16"]
 
 
 def test_a_bad_build_file_is_a_message_not_a_traceback(tmp_path: Path) -> None:

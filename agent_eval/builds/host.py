@@ -22,8 +22,14 @@ PORT_RANGE = range(8100, 8200)
 LOCK_DIR = Path(tempfile.gettempdir()) / "agent-eval-ports"
 
 
+SIMULATED_CPU_FLAGS = "AGENT_EVAL_SIMULATED_CPU_FLAGS"
+"""For tests: a space-separated flag set the harness decides by instead of this CPU's. Engines still run on
+the real CPU, so only the decisions and messages are simulated: which builds run, what `builds list` says."""
+
+
 @cache
-def cpu_flags() -> frozenset[str]:
+def real_cpu_flags() -> frozenset[str]:
+    """This CPU's flags from /proc/cpuinfo: what the engines' kernels will actually find."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -32,6 +38,12 @@ def cpu_flags() -> frozenset[str]:
         if line.startswith("flags"):
             return frozenset(line.split(":", 1)[1].split())
     return frozenset()
+
+
+def cpu_flags() -> frozenset[str]:
+    """The flags the harness decides by: this CPU's, or the simulated set a test put in the environment."""
+    simulated = os.environ.get(SIMULATED_CPU_FLAGS)
+    return frozenset(simulated.split()) if simulated is not None else real_cpu_flags()
 
 
 def numa_nodes() -> list[int]:

@@ -1,0 +1,77 @@
+"""Which tests depend on the real CPU kind, and why: the list in tests/_cpu.py must match the tests that read
+the real CPU, so no test is silently one-kind-only; decisions made by the harness are tested on every kind."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from _cpu import CONDITIONAL_ON_THE_REAL_CPU, HOSTS
+
+from agent_eval.builds import host
+
+TESTS = Path(__file__).resolve().parent
+REAL_CPU = {"real_cpu_flags", "servable_vllm_builds", "_gptq_int4_test_name"}
+"""Names whose value is this CPU's: a test or fixture that uses one runs differently by CPU kind."""
+
+
+def _is_test_or_fixture(node: ast.FunctionDef) -> bool:
+    fixture = any("fixture" in ast.unparse(d) for d in node.decorator_list)
+    return node.name.startswith("test_") or fixture
+
+
+def _names(node: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            found.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            found.add(sub.attr)
+    return found
+
+
+def _uses() -> dict[str, set[str]]:
+    """Test or fixture (file::name) → the CPU names it reads."""
+    uses: dict[str, set[str]] = {}
+    for file in sorted(TESTS.glob("test_*.py")):
+        if file.name == Path(__file__).name:  # its own check of the override reads the real flags on purpose
+            continue
+        for node in ast.parse(file.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and _is_test_or_fixture(node):
+                names = _names(node) & (REAL_CPU | {"cpu_flags", "CPU_ENV"})
+                if names:
+                    uses[f"{file.name}::{node.name}"] = names
+    return uses
+
+
+def _listed(test: str) -> bool:
+    return test in CONDITIONAL_ON_THE_REAL_CPU or test.split("::")[0] in CONDITIONAL_ON_THE_REAL_CPU
+
+
+def test_every_test_that_reads_the_real_cpu_is_listed_with_why() -> None:
+    uses = _uses()
+    real = {test for test, names in uses.items() if names & REAL_CPU}
+    assert real, "the scan found no CPU-dependent test: it is broken"
+    unlisted = sorted(t for t in real if not _listed(t))
+    assert not unlisted, f"add these to CONDITIONAL_ON_THE_REAL_CPU in tests/_cpu.py with why: {unlisted}"
+    for entry, why in CONDITIONAL_ON_THE_REAL_CPU.items():
+        assert any(t == entry or t.startswith(f"{entry}::") for t in real), f"stale entry {entry!r}"
+        assert len(why) > 40, entry
+
+
+def test_decisions_read_the_cpu_only_through_a_simulated_kind() -> None:
+    # `cpu_flags()` in a test is this CPU's unless the test set a simulated kind: then one branch never runs.
+    unsimulated = [t for t, names in _uses().items() if "cpu_flags" in names and "CPU_ENV" not in names]
+    assert not unsimulated, (
+        f"these tests decide by this CPU's flags; simulate each kind instead: {unsimulated}"
+    )
+
+
+def test_a_simulated_kind_replaces_the_cpus_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(host.SIMULATED_CPU_FLAGS, HOSTS["avx2-only"])
+    assert "avx2" in host.cpu_flags() and "avx512f" not in host.cpu_flags()
+    monkeypatch.setenv(host.SIMULATED_CPU_FLAGS, HOSTS["avx512-amx"])
+    assert {"avx512f", "amx_int8"} <= host.cpu_flags()
+    monkeypatch.delenv(host.SIMULATED_CPU_FLAGS)
+    assert host.cpu_flags() == host.real_cpu_flags()
