@@ -12,6 +12,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from agent_eval.virtual_device.appdata_schema import AppData
 from agent_eval.virtual_device.errors import PhoneConfigError
 
 APPS_DIR = Path(__file__).parent / "apps"
@@ -105,6 +106,7 @@ class App(_Strict):
     defaults: dict[Namespace, dict[str, str]] = {}
     # <activity-alias> name → its targetActivity (`.Settings` → `.homepage.SettingsHomepageActivity`).
     aliases: dict[str, str] = {}
+    data: AppData = AppData()  # the app's records (appdata.py) and its default files on /sdcard
 
     @model_validator(mode="after")
     def _check_links(self) -> App:
@@ -178,6 +180,14 @@ class Catalog:
 
     def find_action(self, action: str) -> tuple[str, str] | None:
         return self._by_action.get(action)
+
+    def data_specs(self) -> dict[str, AppData]:
+        """Package → `data:` section, for the apps that have records or files."""
+        return {p: a.data for p, a in self.apps.items() if a.data.database or a.data.files}
+
+    def default_files(self) -> dict[str, bytes]:
+        """The files on /sdcard of a fresh phone, from every app's `data.files`."""
+        return {path: text.encode() for a in self.apps.values() for path, text in a.data.files.items()}
 
     def defaults(self) -> dict[str, dict[str, str]]:
         merged: dict[str, dict[str, str]] = {ns: {} for ns in (*SETTINGS_NAMESPACES, "device")}

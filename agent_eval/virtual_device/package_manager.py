@@ -215,6 +215,21 @@ def _grant(sh: Shell, verb: str, args: list[str], io: Output) -> int:
     return 0
 
 
+def _clear(sh: Shell, args: list[str], io: Output) -> int:
+    """`pm clear [--user N] PKG`: stops the app and deletes its data (its database; shared files stay)."""
+    while args[:1] == ["--user"]:
+        args = args[2:]
+    pkg = args[0] if args else ""
+    if pkg not in packages(sh):
+        io.out("Failed\n")  # the clear observer reports false for a package that is not installed
+        return 0
+    sh.phone.force_stop(pkg)
+    sh.phone.data.clear(pkg)
+    sh.phone.prerender_soon()
+    io.out("Success\n")
+    return 0
+
+
 def _pm(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     sub, rest = (args[0], args[1:]) if args else ("", [])
     if sub == "list":
@@ -226,9 +241,7 @@ def _pm(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if sub in ("grant", "revoke"):
         return _grant(sh, sub, rest, io)
     if sub == "clear" and rest:
-        sh.phone.force_stop(rest[0])
-        io.out("Success\n")
-        return 0
+        return _clear(sh, rest, io)
     io.err(f"Unknown command: {sub}\n")
     return 255
 

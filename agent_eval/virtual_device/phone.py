@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import copy
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from agent_eval.virtual_device.appdata import AppStore
 from agent_eval.virtual_device.apps import Catalog, Row, load_catalog
 from agent_eval.virtual_device.faults import FaultInjector
 from agent_eval.virtual_device.keys import KEY_CHARS, KEYCODES
@@ -29,6 +30,7 @@ class Snapshot:
     name: str
     state: dict[str, object]
     created: float
+    data: dict[str, bytes] = field(default_factory=dict)  # every app's database (AppStore.snapshot)
 
 
 class Phone:
@@ -47,6 +49,8 @@ class Phone:
         self.snapshots: dict[str, Snapshot] = {}
         self.lock = threading.RLock()
         self.storage = Storage(lambda: self.state, self.lock)
+        # Every app's records; the same object for the phone's lifetime (a snapshot load restores in place).
+        self.data = AppStore(self.catalog.data_specs(), self.lock, self.changed)
         self.version = 0  # bumped on every change; keys the frame cache
         self._tick = 0
         self._render_lock = threading.Lock()
@@ -486,7 +490,7 @@ class Phone:
     # ---- snapshots -----------------------------------------------------------------------------------
     def save_snapshot(self, name: str, now: float) -> None:
         with self.lock:
-            self.snapshots[name] = Snapshot(name, self.state.to_json(), now)
+            self.snapshots[name] = Snapshot(name, self.state.to_json(), now, self.data.snapshot())
 
     def load_snapshot(self, name: str) -> bool:
         with self.lock:
@@ -494,6 +498,7 @@ class Phone:
             if snap is None:
                 return False
             self.state = PhoneState.from_json(copy.deepcopy(snap.state))
+            self.data.restore(snap.data)
             self.changed()
             return True
 

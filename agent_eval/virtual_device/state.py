@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,11 +77,20 @@ class PhoneState:
     @classmethod
     def fresh(cls, catalog: Catalog, size: tuple[int, int] = (1080, 2400)) -> PhoneState:
         home = catalog.home
+        files = catalog.default_files()
+        dirs = set(DEFAULT_DIRS)
+        for path in files:  # the folders the apps' default files are in exist too
+            parent = posixpath.dirname(path)
+            while parent not in dirs:
+                dirs.add(parent)
+                parent = posixpath.dirname(parent)
         return cls(
             settings=copy.deepcopy(catalog.defaults()),
             tasks={home.package: [Frame(home.launch_screen)]},
             width=size[0],
             height=size[1],
+            files=files,
+            dirs=dirs,
         )
 
     @property
