@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent_eval.virtual_device import (
     activity_manager,
     android,
+    content,
     dumpsys,
     package_manager,
     posix_commands,
@@ -12,7 +13,7 @@ from agent_eval.virtual_device import (
 )
 from agent_eval.virtual_device.shell import Command
 
-MODULES = (posix_commands, android, activity_manager, package_manager, dumpsys, system_commands)
+MODULES = (posix_commands, android, activity_manager, package_manager, dumpsys, system_commands, content)
 
 
 def command_table() -> dict[str, Command]:
