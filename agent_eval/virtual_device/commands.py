@@ -7,13 +7,25 @@ from agent_eval.virtual_device import (
     android,
     content,
     dumpsys,
+    file_commands,
     package_manager,
     posix_commands,
+    root_commands,
     system_commands,
 )
 from agent_eval.virtual_device.shell import Command
 
-MODULES = (posix_commands, android, activity_manager, package_manager, dumpsys, system_commands, content)
+MODULES = (
+    posix_commands,
+    file_commands,
+    android,
+    activity_manager,
+    package_manager,
+    dumpsys,
+    system_commands,
+    content,
+    root_commands,
+)
 
 
 def command_table() -> dict[str, Command]:

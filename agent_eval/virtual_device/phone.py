@@ -48,7 +48,8 @@ class Phone:
         self.faults = faults or FaultInjector(serial)
         self.snapshots: dict[str, Snapshot] = {}
         self.lock = threading.RLock()
-        self.storage = Storage(lambda: self.state, self.lock)
+        self.storage = Storage(lambda: self.state, self.lock, self.changed)
+        self.root = False  # adbd runs as root (`adb root`); not part of snapshots, as adbd is not
         # Every app's records; the same object for the phone's lifetime (a snapshot load restores in place).
         self.data = AppStore(self.catalog.data_specs(), self.lock, self.changed)
         self.version = 0  # bumped on every change; keys the frame cache

@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable, Iterator
 
 from agent_eval.virtual_device.shell import Output, Shell, ShellExit, command_table
-from agent_eval.virtual_device.storage import PhoneError
 
 
 def _lines(data: bytes) -> list[bytes]:
@@ -109,6 +108,13 @@ def _pwd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
 
 
 def _id(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+    if sh.root:
+        io.out(
+            "uid=0(root) gid=0(root) groups=0(root),1004(input),1007(log),1011(adb),1015(sdcard_rw),"
+            "1028(sdcard_r),1078(ext_data_rw),1079(ext_obb_rw),3001(net_bt_admin),3002(net_bt),3003(inet),"
+            "3006(net_bw_stats),3009(readproc),3011(uhid),3012(readtracefs) context=u:r:su:s0\n"
+        )
+        return 0
     io.out(
         "uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),"
         "1028(sdcard_r),3001(net_bt_admin),3002(net_bt),3003(inet),3006(net_bw_stats) context=u:r:shell:s0\n"
@@ -117,7 +123,7 @@ def _id(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
 
 
 def _whoami(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
-    io.out("shell\n")
+    io.out("root\n" if sh.root else "shell\n")
     return 0
 
 
@@ -134,6 +140,7 @@ def _sh(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if len(args) >= 2 and args[0] == "-c":
         sub = Shell(sh.phone, sh.commands)
         sub.last_rc = sh.last_rc
+        sub.root = sh.root
         out, rc = sub.run(args[1])
         io.chunks.extend(out.chunks)
         return rc
@@ -288,59 +295,6 @@ def _grep(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0 if total else 1
 
 
-def _ls(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
-    long = any(a.startswith("-") and "l" in a for a in args)
-    paths = [a for a in args if not a.startswith("-")] or ["/"]
-    rc = 0
-    for p in paths:
-        if sh.phone.storage.is_dir(p):
-            for name in sh.phone.storage.listdir(p):
-                io.out((_ls_long(sh, p.rstrip("/") + "/" + name, name) if long else name) + "\n")
-        elif sh.phone.storage.read(p) is not None:
-            io.out((_ls_long(sh, p, p) if long else p) + "\n")
-        else:
-            io.err(f"ls: {p}: No such file or directory\n")
-            rc = 1
-    return rc
-
-
-def _ls_long(sh: Shell, path: str, name: str) -> str:
-    if sh.phone.storage.is_dir(path):
-        return f"drwxrwx--x 2 root sdcard_rw 3488 2026-01-01 12:00 {name}"
-    size = len(sh.phone.storage.read(path) or b"")
-    return f"-rw-rw---- 1 root sdcard_rw {size} 2026-01-01 12:00 {name}"
-
-
-def _rm(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
-    force = any(a.startswith("-") and "f" in a for a in args)
-    rc = 0
-    for p in (a for a in args if not a.startswith("-")):
-        if not sh.phone.storage.remove(p) and not force:
-            io.err(f"rm: {p}: No such file or directory\n")
-            rc = 1
-    return rc
-
-
-def _mkdir(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
-    for p in (a for a in args if not a.startswith("-")):
-        try:
-            sh.phone.storage.make_dirs(p)
-        except PhoneError as e:
-            io.err(f"mkdir: {e}\n")
-            return 1
-    return 0
-
-
-def _touch(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
-    for p in (a for a in args if not a.startswith("-")):
-        try:
-            sh.phone.storage.write(p, b"", append=True)
-        except PhoneError as e:
-            io.err(f"touch: {e}\n")
-            return 1
-    return 0
-
-
 COMMANDS = command_table(
     _echo,
     _printf,
@@ -358,10 +312,6 @@ COMMANDS = command_table(
     _tail,
     _wc,
     _grep,
-    _ls,
-    _rm,
-    _mkdir,
-    _touch,
     egrep=_grep,
     fgrep=_grep,
 )

@@ -11,8 +11,10 @@ import struct
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Executor
 
+from agent_eval.virtual_device.appdata import AppDatabase, DataError
 from agent_eval.virtual_device.commands import command_table
 from agent_eval.virtual_device.phone import Phone
+from agent_eval.virtual_device.root_commands import db_path
 from agent_eval.virtual_device.shell import Output, Shell, program_names
 from agent_eval.virtual_device.storage import PhoneError
 from agent_eval.virtual_device.transport import Service, Stream
@@ -52,7 +54,23 @@ class Services:
             return self._sync
         if service.startswith("reboot:"):
             return self._reboot
+        if service in ("root:", "unroot:"):
+            return self._root
         return None
+
+    async def _root(self, stream: Stream, service: str) -> None:
+        """`adb root` / `adb unroot`: adbd restarts as (non) root, so the transport drops and comes back
+        (the adb client waits for that after a "restarting" answer)."""
+        want = service == "root:"
+        if self.phone.root == want:
+            await stream.write(
+                b"adbd is already running as root\n" if want else b"adbd not running as root\n"
+            )
+            return
+        self.phone.root = want
+        await stream.write(b"restarting adbd as root\n" if want else b"restarting adbd as non root\n")
+        await stream.close()
+        asyncio.get_running_loop().call_later(0.1, self.on_drop)
 
     async def _reboot(self, stream: Stream, _service: str) -> None:
         """`adb reboot`: settings and files survive, apps restart on the home screen, the transport drops."""
@@ -196,10 +214,15 @@ class Services:
         out += b"DONE" + struct.pack("<4I", 0, 0, 0, 0)
         return bytes(out)
 
+    def _database(self, path: str) -> AppDatabase | None:
+        """The app database whose file is at `path` when adbd runs as root (unreadable otherwise)."""
+        return self.phone.data.by_path(db_path(path)) if self.phone.root else None
+
     def _sync_recv(self, arg: str) -> bytes:
-        """RECV: the file in DATA chunks then DONE, or FAIL."""
+        """RECV: the file in DATA chunks then DONE, or FAIL. An app database comes as a SQLite file."""
         storage = self.phone.storage
-        data = storage.read(arg)
+        db = self._database(arg)
+        data = db.snapshot() if db is not None else storage.read(arg)
         if data is None:
             reason = "Is a directory" if storage.is_dir(arg) else "No such file or directory"
             return _fail(f"open failed: {reason}")
@@ -228,15 +251,22 @@ class Services:
                 await stream.write(_fail(f"invalid data message {h[:4]!r}"))
                 return False
         try:
-            self.phone.storage.make_dirs(posixpath.dirname(path))
-            self.phone.storage.write(path, bytes(buf))
-        except PhoneError as e:
+            db = self._database(path)
+            if db is not None:
+                db.restore(bytes(buf))  # a pushed .db file replaces the app's database, as on a device
+            else:
+                self.phone.storage.make_dirs(posixpath.dirname(path))
+                self.phone.storage.write(path, bytes(buf))
+        except (PhoneError, DataError) as e:
             await stream.write(_fail(f"couldn't create file: {e}"))
             return True
         await stream.write(b"OKAY" + struct.pack("<I", 0))
         return True
 
     def _stat(self, path: str) -> tuple[int, int, int]:
+        db = self._database(path)
+        if db is not None:
+            return FILE_MODE, len(db.snapshot()), MTIME
         if self.phone.storage.is_dir(path):
             return DIR_MODE, 4096, MTIME
         data = self.phone.storage.read(path)

@@ -281,10 +281,11 @@ class Shell:
         self.phone = phone
         self.commands = commands
         self.last_rc = 0
+        self.root = phone.root  # after `adb root` (or inside `su`) commands run as uid 0
         self.env = {
             "HOME": "/",
             "PATH": "/product/bin:/apex/com.android.runtime/bin:/system/bin:/system/xbin",
-            "USER": "shell",
+            "USER": "root" if self.root else "shell",
             "SHELL": SH,
             "TMPDIR": "/data/local/tmp",
             "EXTERNAL_STORAGE": "/sdcard",

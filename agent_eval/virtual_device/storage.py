@@ -29,9 +29,17 @@ def normpath(path: str) -> str:
 class Storage:
     """Files in the state that `state()` returns (a snapshot load replaces it), guarded by `lock`."""
 
-    def __init__(self, state: Callable[[], PhoneState], lock: threading.RLock) -> None:
+    def __init__(
+        self,
+        state: Callable[[], PhoneState],
+        lock: threading.RLock,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
         self._state = state
         self.lock = lock
+        # Called when a file or folder appears, goes or moves (a list of files looks different); rewriting an
+        # existing file is not reported, so the dump file written at every observation re-renders nothing.
+        self._on_change = on_change or (lambda: None)
 
     def writable(self, path: str) -> bool:
         p = normpath(path)
@@ -53,25 +61,79 @@ class Storage:
             parent = posixpath.dirname(p)
             if parent not in self._state().dirs:
                 raise PhoneError(f"{p}: No such file or directory")
-            old = self._state().files.get(p, b"") if append else b""
-            self._state().files[p] = old + data
+            files = self._state().files
+            new = p not in files
+            files[p] = (files.get(p, b"") if append else b"") + data
+            if new:
+                self._on_change()
 
-    def make_dirs(self, path: str) -> None:
+    def make_dirs(self, path: str, parents: bool = True) -> None:
+        """`mkdir -p` (parents: missing parents are made, an existing folder is fine) or plain `mkdir`."""
         p = normpath(path)
         with self.lock:
+            if not parents and (p in self._state().dirs or p in self._state().files):
+                raise PhoneError(f"{path}: File exists")
+            if not parents and posixpath.dirname(p) not in self._state().dirs:
+                raise PhoneError(f"{path}: No such file or directory")
             if not self.writable(p):
                 raise PhoneError(f"{p}: Read-only file system")
+            made = p not in self._state().dirs
             while p not in self._state().dirs:
                 self._state().dirs.add(p)
                 p = posixpath.dirname(p)
+            if made:
+                self._on_change()
 
     def remove(self, path: str) -> bool:
         p = normpath(path)
         with self.lock:
             if p in self._state().files:
                 del self._state().files[p]
+                self._on_change()
                 return True
             return False
+
+    def remove_dir(self, path: str) -> bool:
+        """Removes a folder and everything in it (`rm -r`); False if there is no such folder."""
+        p = normpath(path)
+        with self.lock:
+            st = self._state()
+            if p not in st.dirs:
+                return False
+            if not self.writable(p) or p in ("/sdcard", "/data/local/tmp"):
+                raise PhoneError(f"{p}: Permission denied")
+            inside = p + "/"
+            for f in [f for f in st.files if f.startswith(inside)]:
+                del st.files[f]
+            st.dirs -= {d for d in st.dirs if d == p or d.startswith(inside)}
+            self._on_change()
+            return True
+
+    def move(self, src: str, dst: str) -> None:
+        """Renames a file or folder (`mv`); into `dst` when it is a folder. PhoneError says what failed."""
+        s, d = normpath(src), normpath(dst)
+        with self.lock:
+            st = self._state()
+            if s not in st.files and s not in st.dirs:
+                raise PhoneError(f"{src}: No such file or directory")
+            if d in st.dirs:
+                d = posixpath.join(d, posixpath.basename(s))
+            if not self.writable(s) or not self.writable(d):
+                raise PhoneError(f"{dst}: Read-only file system")
+            if posixpath.dirname(d) not in st.dirs:
+                raise PhoneError(f"{dst}: No such file or directory")
+            if s in st.files:
+                st.files[d] = st.files.pop(s)
+                self._on_change()
+                return
+            if d == s or d.startswith(s + "/"):
+                raise PhoneError(f"{dst}: Invalid argument")
+            for f in [f for f in st.files if f.startswith(s + "/")]:
+                st.files[d + f[len(s) :]] = st.files.pop(f)
+            for old in [x for x in st.dirs if x == s or x.startswith(s + "/")]:
+                st.dirs.discard(old)
+                st.dirs.add(d + old[len(s) :])
+            self._on_change()
 
     def is_dir(self, path: str) -> bool:
         return normpath(path) in self._state().dirs
