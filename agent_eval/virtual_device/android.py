@@ -48,6 +48,39 @@ _INPUT_SOURCES = {
 }
 
 
+def decode_text(text: str) -> str:
+    """InputShellCommand.sendText's escape: `%s` is a space (the `%` goes, the `s` becomes ' ')."""
+    buff = list(text)
+    escape = False
+    i = 0
+    while i < len(buff):
+        if escape:
+            escape = False
+            if buff[i] == "s":
+                buff[i] = " "
+                del buff[i - 1]
+                i -= 1
+        if buff[i] == "%":
+            escape = True
+        i += 1
+    return "".join(buff)
+
+
+def _send_text(sh: Shell, text: str, io: Output) -> bool:
+    """Types `input text` into the focused field; Enter for a newline. The virtual keyboard's key map has
+    no key for other characters (non-ASCII): Android then fails on a null event array, typing nothing."""
+    chars = decode_text(text)
+    if any(not (" " <= c <= "~" or c in "\n\t") for c in chars):
+        exception(io, "text", "java.lang.NullPointerException", "Attempt to get length of null array")
+        return False
+    for n, line in enumerate(chars.split("\n")):
+        if n:
+            sh.phone.keyevent(KEYCODES["ENTER"])
+        if line:
+            sh.phone.text(line)
+    return True
+
+
 def _input(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if args and args[0] in _INPUT_SOURCES:
         args = args[1:]
@@ -81,7 +114,8 @@ def _input(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
             return exception(
                 io, sub, "java.lang.IllegalArgumentException", "Error: Invalid arguments for command: text"
             )
-        phone.text(" ".join(rest))
+        if not _send_text(sh, rest[0], io):  # only the next argument is typed, as InputShellCommand does
+            return 255
     elif sub in ("keyevent", "keycombination", "press"):
         keys = [a for a in rest if a not in ("--longpress", "--doubletap", "-t")] or (
             ["23"] if sub == "press" else []
