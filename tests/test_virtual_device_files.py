@@ -111,3 +111,13 @@ def test_sqlite3_values_and_statements_as_the_cli_prints_them() -> None:
     assert [cli_value(v) for v in (None, 1, 1.5, 2.0, 1e20, "x")] == ["", "1", "1.5", "2.0", "1.0e+20", "x"]
     assert statements("SELECT 1; SELECT ';'; ") == ["SELECT 1;", "SELECT ';';"]
     assert statements("SELECT 2") == ["SELECT 2;"]
+
+
+def test_only_files_a_screen_can_show_re_render_it(phone: Phone) -> None:
+    """UI dumps written at every observation (/sdcard, /data/local/tmp) keep the frame; a note's change not."""
+    version = phone.version
+    run(phone, "uiautomator dump /sdcard/window_dump.xml; rm -f /sdcard/window_dump.xml")
+    run(phone, "uiautomator dump /data/local/tmp/d.xml")
+    assert phone.version == version
+    run(phone, "echo 'milk' >> /sdcard/Documents/Markor/shopping_list.md")
+    assert phone.version > version

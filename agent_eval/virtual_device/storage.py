@@ -12,6 +12,9 @@ from collections.abc import Callable
 from agent_eval.virtual_device.state import PhoneState
 
 WRITABLE_ROOTS = ("/sdcard", "/data/local/tmp")
+# Files right in these folders are no app's records (the Files app lists the folders of /sdcard): tools write
+# their UI dumps there at every observation, which must not re-render the screen.
+QUIET_DIRS = frozenset(WRITABLE_ROOTS)
 
 
 class PhoneError(Exception):
@@ -37,9 +40,13 @@ class Storage:
     ) -> None:
         self._state = state
         self.lock = lock
-        # Called when a file or folder appears, goes or moves (a list of files looks different); rewriting an
-        # existing file is not reported, so the dump file written at every observation re-renders nothing.
+        # Called when a folder, or a file outside QUIET_DIRS, is written, appears, goes or moves: a screen that
+        # lists files or shows a note must re-render.
         self._on_change = on_change or (lambda: None)
+
+    def _changed(self, path: str, is_dir: bool = False) -> None:
+        if is_dir or posixpath.dirname(path) not in QUIET_DIRS:
+            self._on_change()
 
     def writable(self, path: str) -> bool:
         p = normpath(path)
@@ -62,10 +69,8 @@ class Storage:
             if parent not in self._state().dirs:
                 raise PhoneError(f"{p}: No such file or directory")
             files = self._state().files
-            new = p not in files
             files[p] = (files.get(p, b"") if append else b"") + data
-            if new:
-                self._on_change()
+            self._changed(p)
 
     def make_dirs(self, path: str, parents: bool = True) -> None:
         """`mkdir -p` (parents: missing parents are made, an existing folder is fine) or plain `mkdir`."""
@@ -82,14 +87,14 @@ class Storage:
                 self._state().dirs.add(p)
                 p = posixpath.dirname(p)
             if made:
-                self._on_change()
+                self._changed(p, is_dir=True)
 
     def remove(self, path: str) -> bool:
         p = normpath(path)
         with self.lock:
             if p in self._state().files:
                 del self._state().files[p]
-                self._on_change()
+                self._changed(p)
                 return True
             return False
 
@@ -106,7 +111,7 @@ class Storage:
             for f in [f for f in st.files if f.startswith(inside)]:
                 del st.files[f]
             st.dirs -= {d for d in st.dirs if d == p or d.startswith(inside)}
-            self._on_change()
+            self._changed(p, is_dir=True)
             return True
 
     def move(self, src: str, dst: str) -> None:
@@ -124,7 +129,8 @@ class Storage:
                 raise PhoneError(f"{dst}: No such file or directory")
             if s in st.files:
                 st.files[d] = st.files.pop(s)
-                self._on_change()
+                self._changed(s)
+                self._changed(d)
                 return
             if d == s or d.startswith(s + "/"):
                 raise PhoneError(f"{dst}: Invalid argument")
@@ -133,7 +139,7 @@ class Storage:
             for old in [x for x in st.dirs if x == s or x.startswith(s + "/")]:
                 st.dirs.discard(old)
                 st.dirs.add(d + old[len(s) :])
-            self._on_change()
+            self._changed(d, is_dir=True)
 
     def is_dir(self, path: str) -> bool:
         return normpath(path) in self._state().dirs
