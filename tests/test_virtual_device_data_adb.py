@@ -111,3 +111,17 @@ def test_snapshot_load_restores_every_apps_data(serial: str) -> None:
     assert "KO" not in out
     assert {uri: shell(serial, f"content query --uri {uri}")[0] for uri in before} == before
     assert shell(serial, "ls -l /sdcard/Download /sdcard/Documents/Markor")[0] == files
+
+
+def test_push_and_pull_in_shared_storage_folders(serial: str, tmp_path: Path) -> None:
+    local = tmp_path / "ticket.pdf"
+    local.write_bytes(b"%PDF-1.4 ticket\n" * 5000)  # larger than one sync DATA chunk
+    assert adb(serial, "push", str(local), "/sdcard/Download/ticket.pdf").returncode == 0
+    assert b"ticket.pdf\n" in shell(serial, "ls /sdcard/Download")[0]
+    assert shell(serial, "stat -c %s /sdcard/Download/ticket.pdf")[0] == b"80000\n"
+    back = tmp_path / "back.pdf"
+    assert adb(serial, "pull", "/storage/emulated/0/Download/ticket.pdf", str(back)).returncode == 0
+    assert back.read_bytes() == local.read_bytes()
+    # A folder a task's setup pushes into appears with it, as adb push creates folders.
+    assert adb(serial, "push", str(local), "/sdcard/Documents/Trips/ticket.pdf").returncode == 0
+    assert shell(serial, "ls /sdcard/Documents/Trips")[0] == b"ticket.pdf\n"
