@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agent_eval.virtual_device.commands import command_table
@@ -114,10 +116,18 @@ def test_sqlite3_values_and_statements_as_the_cli_prints_them() -> None:
 
 
 def test_only_files_a_screen_can_show_re_render_it(phone: Phone) -> None:
-    """UI dumps written at every observation (/sdcard, /data/local/tmp) keep the frame; a note's change not."""
+    """UI dumps written at every observation (/sdcard, /data/local/tmp) keep the frame; a note's change not"""
     version = phone.version
     run(phone, "uiautomator dump /sdcard/window_dump.xml; rm -f /sdcard/window_dump.xml")
     run(phone, "uiautomator dump /data/local/tmp/d.xml")
     assert phone.version == version
     run(phone, "echo 'milk' >> /sdcard/Documents/Markor/shopping_list.md")
     assert phone.version > version
+
+
+def test_sql_from_the_shell_cannot_reach_the_hosts_files(phone: Phone, tmp_path: Path) -> None:
+    target = tmp_path / "copy.db"
+    for sql in (f"VACUUM INTO '{target}'", f"ATTACH '{target}' AS other"):
+        _, err, rc = run(phone, f'su 0 sqlite3 {ALARMS} "{sql}"')
+        assert rc == 1 and ("not authorized" in err or "authorization denied" in err), err
+    assert not target.exists()

@@ -27,6 +27,23 @@ def _create_sql(name: str, table: Table) -> str:
     return f"CREATE TABLE {name} ({', '.join(cols)})"
 
 
+def _no_files(action: int, *_: str | None) -> int:
+    """SQLite authorizer: no ATTACH (nor VACUUM INTO, which attaches): SQL from the shell never touches the
+    host's files; everything else is allowed."""
+    return (
+        sqlite3.SQLITE_DENY if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH) else sqlite3.SQLITE_OK
+    )
+
+
+def _connect(data: bytes | None = None) -> sqlite3.Connection:
+    """An in-memory database (holding `data`, a SQLite file's bytes, if given) that refuses ATTACH."""
+    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    if data is not None:
+        conn.deserialize(data)  # before the authorizer: deserializing is an attach inside SQLite
+    conn.set_authorizer(_no_files)
+    return conn
+
+
 def _literal(value: int | float | str) -> str:
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
@@ -48,7 +65,7 @@ class AppDatabase:
 
     # ---- lifecycle ------------------------------------------------------------------------------------
     def _fresh(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        conn = _connect()
         for name, table in self.spec.tables.items():
             conn.execute(_create_sql(name, table))
             for row in table.rows:
@@ -84,8 +101,7 @@ class AppDatabase:
         """Replaces the whole database with a snapshot's bytes (or a pushed .db file)."""
         with self.lock:
             try:
-                conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-                conn.deserialize(data)
+                conn = _connect(data)
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             except sqlite3.DatabaseError as e:
                 raise DataError(f"not a SQLite database: {e}") from e

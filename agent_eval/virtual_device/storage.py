@@ -40,8 +40,8 @@ class Storage:
     ) -> None:
         self._state = state
         self.lock = lock
-        # Called when a folder, or a file outside QUIET_DIRS, is written, appears, goes or moves: a screen that
-        # lists files or shows a note must re-render.
+        # Called when a folder, or a file outside QUIET_DIRS, is written, appears, goes or moves: a screen
+        # that lists files or shows a note must re-render.
         self._on_change = on_change or (lambda: None)
 
     def _changed(self, path: str, is_dir: bool = False) -> None:
