@@ -202,3 +202,12 @@ def test_values_print_as_java_prints_them() -> None:
         "1.0E-5",
         "0.1",
     ]
+
+
+def test_an_sms_without_a_date_gets_the_phones_clock(shell: Shell) -> None:
+    """The phone's clock starts at 2026-01-01 12:00 UTC: a new message sorts after every default one."""
+    run(shell, "content insert --uri content://sms/inbox --bind address:s:+15550113 --bind body:s:Now")
+    out, _, _ = run(shell, "content query --uri content://sms --projection body:date")
+    first = out.splitlines()[0]
+    assert first.startswith("Row: 0 body=Now, date=")
+    assert 1_767_268_800_000 <= int(first.rsplit("=", 1)[1]) < 1_767_268_800_000 + 3_600_000

@@ -19,6 +19,14 @@ EMAIL = "vnd.android.cursor.item/email_v2"
 CONTACTS_DB = "com.android.providers.contacts"
 SMS_DB = "com.android.providers.telephony"
 CALENDAR_DB = "com.android.providers.calendar"
+# The phone's clock: 2026-01-01 12:00 UTC when the process started (the status bar's 12:00, the date every
+# file has), moving on in real time so that messages keep their order.
+PHONE_EPOCH_MS = 1_767_268_800_000
+_STARTED = time.monotonic()
+
+
+def now_ms() -> int:
+    return PHONE_EPOCH_MS + int((time.monotonic() - _STARTED) * 1000)
 
 
 class ProviderError(Exception):
@@ -108,7 +116,7 @@ def _sms_defaults(db: AppDatabase, values: dict[str, Value]) -> None:
         found = db.query("SELECT thread_id FROM sms WHERE address = ? LIMIT 1", [values.get("address")])[1]
         top = db.query("SELECT COALESCE(MAX(thread_id), 0) + 1 FROM sms")[1][0][0]
         values["thread_id"] = found[0][0] if found else top
-    values.setdefault("date", int(time.time() * 1000))
+    values.setdefault("date", now_ms())
     values.setdefault("type", 1)
     if values["type"] != 1:
         values.setdefault("read", 1)
