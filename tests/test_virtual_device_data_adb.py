@@ -9,7 +9,7 @@ from pathlib import Path
 
 from _phones import adb, one_phone
 
-BASE = 5696
+BASE = 5676
 fleet, serial = one_phone(BASE)
 CONTACTS = "content://com.android.contacts"
 ALARMS = "/data/user_de/0/com.google.android.deskclock/databases/alarms.db"
