@@ -16,7 +16,7 @@ EVENTS = "content://com.android.calendar/events"
 # The client frames Content.java's printStackTrace adds under every exception (the "at" lines are stand-ins).
 TAIL = (
     "\tat com.android.commands.content.Content$Command.execute(Content.java:546)\n"
-    "\tat com.android.commands.content.Content.main(Content.java:823)\n"
+    "\tat com.android.commands.content.Content.main(Content.java:735)\n"
     "\tat com.android.internal.os.RuntimeInit.nativeFinishInit(Native Method)\n"
     "\tat com.android.internal.os.RuntimeInit.main(RuntimeInit.java:371)\n"
 )

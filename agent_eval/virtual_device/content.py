@@ -91,7 +91,7 @@ _REMOTE_FRAMES = (
 )
 _LOCAL_FRAMES = (
     "\tat com.android.commands.content.Content$Command.execute(Content.java:546)\n"
-    "\tat com.android.commands.content.Content.main(Content.java:823)\n"
+    "\tat com.android.commands.content.Content.main(Content.java:735)\n"
     "\tat com.android.internal.os.RuntimeInit.nativeFinishInit(Native Method)\n"
     "\tat com.android.internal.os.RuntimeInit.main(RuntimeInit.java:371)\n"
 )
