@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agent_eval.virtual_device.appdata_schema import AppData
 from agent_eval.virtual_device.errors import PhoneConfigError
+from agent_eval.virtual_device.screen_data import RecordDetail, RecordForm, RecordList
 
 APPS_DIR = Path(__file__).parent / "apps"
 
@@ -94,6 +95,21 @@ class Screen(_Strict):
     rows: list[Row] = []
     icons: list[Icon] = []
     hotseat: list[Icon] = []
+    # A screen of the app's records (screen_data.py): a list, one record, or an edit screen.
+    records: RecordList | None = None
+    record: RecordDetail | None = None
+    form: RecordForm | None = None
+
+    def targets(self) -> list[tuple[str, str]]:
+        """(where, screen id) of every screen this one opens, for checking that they exist."""
+        out = [(f"row {r.title!r}", r.opens) for r in self.rows if r.opens is not None]
+        items = [*(self.records.menu if self.records else []), *(self.record.buttons if self.record else [])]
+        out += [(f"menu item {i.label!r}", i.opens) for i in items if i.opens is not None]
+        if self.records is not None and self.records.opens is not None:
+            out.append(("records.opens", self.records.opens))
+        if self.records is not None and self.records.add is not None:
+            out.append(("records.add.opens", self.records.add.opens))
+        return out
 
 
 class App(_Strict):
@@ -117,9 +133,9 @@ class App(_Strict):
         if self.launch_screen not in self.screens:
             raise ValueError(f"launch_screen {self.launch_screen!r} is not a screen of {self.package}")
         for sid, screen in self.screens.items():
-            for row in screen.rows:
-                if row.opens is not None and row.opens not in self.screens:
-                    raise ValueError(f"screen {sid!r}, row {row.title!r} opens unknown screen {row.opens!r}")
+            for where, target in screen.targets():
+                if target not in self.screens:
+                    raise ValueError(f"screen {sid!r}, {where} opens unknown screen {target!r}")
         return self
 
     @property

@@ -43,15 +43,34 @@ class Frame:
     screen: str
     scroll: int = 0
     query: str = ""
+    record: str | None = None  # the record a detail or edit screen shows (None: a new one)
+    form: dict[str, str] = field(default_factory=dict)  # an edit screen's field values as typed
+    focus: str = ""  # the text field that has focus ("" = none)
+
+    def to_json(self) -> list[object]:
+        return [self.screen, self.scroll, self.query, self.record, dict(self.form), self.focus]
 
 
 @dataclass
 class Dialog:
     """An open dialog over the top frame: a choice list or a text field bound to a row."""
 
-    kind: str  # "choice" | "text"
+    kind: str  # "choice" | "text" | "menu" | "confirm" | "time" | "date"
     row: int  # index of the row (of the top frame's screen) that opened it
     draft: str = ""  # text typed so far (text dialogs)
+    record: str | None = None  # the record a menu or confirm dialog acts on
+    target: str = ""  # the form field a picker edits, or the menu item a confirm dialog carries out
+    values: dict[str, str] = field(default_factory=dict)  # a picker's spinners, and which one has focus
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "row": self.row,
+            "draft": self.draft,
+            "record": self.record,
+            "target": self.target,
+            "values": dict(self.values),
+        }
 
 
 @dataclass
@@ -133,14 +152,12 @@ class PhoneState:
         return {
             "settings": copy.deepcopy(self.settings),
             "tasks": {
-                pkg: [[f.screen, f.scroll, f.query] for f in stack] for pkg, stack in self.tasks.items()
+                pkg: [f.to_json() for f in stack] for pkg, stack in self.tasks.items()
             },
             "width": self.width,
             "height": self.height,
             "density": self.density,
-            "dialog": None
-            if self.dialog is None
-            else {"kind": self.dialog.kind, "row": self.dialog.row, "draft": self.dialog.draft},
+            "dialog": None if self.dialog is None else self.dialog.to_json(),
             "keyboard_shown": self.keyboard_shown,
             "shift": self.shift,
             "files": {p: base64.b64encode(b).decode("ascii") for p, b in self.files.items()},
@@ -158,11 +175,11 @@ class PhoneState:
         dialog = data["dialog"]
         return cls(
             settings=copy.deepcopy(data["settings"]),
-            tasks={pkg: [Frame(*frame) for frame in stack] for pkg, stack in data["tasks"].items()},
+            tasks={pkg: [_frame(frame) for frame in stack] for pkg, stack in data["tasks"].items()},
             width=data["width"],
             height=data["height"],
             density=data["density"],
-            dialog=None if dialog is None else Dialog(dialog["kind"], dialog["row"], dialog["draft"]),
+            dialog=None if dialog is None else Dialog(**{**dialog, "values": dict(dialog.get("values", {}))}),
             keyboard_shown=data["keyboard_shown"],
             shift=data["shift"],
             files={p: base64.b64decode(b) for p, b in data["files"].items()},
@@ -174,3 +191,11 @@ class PhoneState:
             locked_task=data.get("locked_task"),
             grants=set(data.get("grants", [])),
         )
+
+
+def _frame(data: list[Any]) -> Frame:
+    """A frame from its snapshot list (older snapshots hold only screen, scroll and query)."""
+    frame = Frame(*data[:3])
+    if len(data) > 3:
+        frame.record, frame.form, frame.focus = data[3], dict(data[4]), data[5]
+    return frame

@@ -16,7 +16,7 @@ _ENTITIES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;"}
 
 
 def _has_label(v: View) -> bool:
-    return bool(v.text or v.content_desc) or any(_has_label(c) for c in v.children)
+    return bool(v.text or v.hint or v.content_desc) or any(_has_label(c) for c in v.children)
 
 
 def _b(flag: bool) -> str:
@@ -27,11 +27,12 @@ def _node(v: View, index: int, out: list[str]) -> None:
     x0, y0, x1, y1 = v.bounds
     naf = 'NAF="true" ' if v.clickable and not _has_label(v) else ""
     out.append(
-        f'<node {naf}index="{index}" text="{escape(v.text, _ENTITIES)}" resource-id="{v.resource_id}" '
+        f'<node {naf}index="{index}" text="{escape(v.text or v.hint, _ENTITIES)}" resource-id="{v.resource_id}" '
         f'class="{v.cls}" package="{v.package}" content-desc="{escape(v.content_desc, _ENTITIES)}" '
         f'checkable="{_b(v.checkable)}" checked="{_b(v.checked)}" clickable="{_b(v.clickable)}" '
         f'enabled="{_b(v.enabled)}" focusable="{_b(v.focusable)}" focused="{_b(v.focused)}" '
-        f'scrollable="{_b(v.scrollable)}" long-clickable="false" password="false" selected="false" '
+        f'scrollable="{_b(v.scrollable)}" long-clickable="{_b(v.long_tap is not None)}" password="false" '
+        f'selected="false" '
         f'bounds="[{x0},{y0}][{x1},{y1}]"'
     )
     if not v.children:

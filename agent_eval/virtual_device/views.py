@@ -46,6 +46,8 @@ class View:
     value: float = 0.0  # slider position 0..1, progress animation phase
     tap: Tap | None = None
     children: list[View] = field(default_factory=list)
+    long_tap: Tap | None = None  # what a long press does (long-clickable), e.g. a row's context menu
+    hint: str = ""  # an empty text field's hint: drawn grey, and its text in the dump as Android reports it
 
     @property
     def rect(self) -> Rect:
@@ -144,6 +146,17 @@ def edit_text(rect: Rect, package: str, text: str, resource_id: str, paint: str,
         resource_id=resource_id,
         focused=focused,
     )
+
+
+def long_hit(view: View, x: int, y: int) -> View | None:
+    """The innermost view under (x, y) that reacts to a long press, or None."""
+    if not contains(view.bounds, x, y):
+        return None
+    for child in reversed(view.children):
+        found = long_hit(child, x, y)
+        if found is not None:
+            return found
+    return view if view.long_tap is not None and view.enabled else None
 
 
 def contains(rect: Rect, x: int, y: int) -> bool:
