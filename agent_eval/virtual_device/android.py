@@ -108,7 +108,7 @@ def _input(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
         nums = _ints(io, sub, rest[:5])
         if nums is None:
             return 255
-        phone.swipe(*nums[:4])
+        phone.swipe(*nums[:4], *(nums[4:5] or [300]))
     elif sub == "text":
         if not rest:
             return exception(

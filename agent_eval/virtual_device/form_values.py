@@ -78,7 +78,9 @@ def _epoch(date_text: str, time_text: str) -> int:
     return int(dt.datetime(d.year, d.month, d.day, h, m, tzinfo=dt.UTC).timestamp() * 1000)
 
 
-def record_values(spec: RecordForm, form: Mapping[str, str], rec: Mapping[str, object] | None) -> dict[str, Value]:
+def record_values(
+    spec: RecordForm, form: Mapping[str, str], rec: Mapping[str, object] | None
+) -> dict[str, Value]:
     """The columns Save writes: texts as typed, a time into its hour and minute columns, and a date and
     time into their epoch-ms column (a part without a field keeps the record's own)."""
     out: dict[str, Value] = {}

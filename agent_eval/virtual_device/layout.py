@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from agent_eval.virtual_device.apps import App, Catalog, Icon, Screen
 from agent_eval.virtual_device.dialogs import dialog_window, keyboard_keys
+from agent_eval.virtual_device.record_dialogs import RECORD_DIALOGS, record_dialog
+from agent_eval.virtual_device.record_screens import record_window
+from agent_eval.virtual_device.record_source import DataContext
 from agent_eval.virtual_device.rows import clip_rect, row_height, row_view
 from agent_eval.virtual_device.search import search_rows
 from agent_eval.virtual_device.shade import shade_window
@@ -174,18 +177,27 @@ def _list_window(m: Metrics, app: App, screen: Screen, st: PhoneState) -> tuple[
     return root, lst, content_h
 
 
-def layout(state: PhoneState, catalog: Catalog, tick: int | None = None) -> Layout:
-    """Lay out the foreground screen. `tick` (restless screens) adds an animation that differs every frame."""
+def layout(
+    state: PhoneState, catalog: Catalog, tick: int | None = None, data: DataContext | None = None
+) -> Layout:
+    """Lay out the foreground screen. `tick` (restless screens) adds an animation that differs every frame;
+    `data` reads the apps' records for the screens bound to them."""
     m = Metrics(state)
     app = catalog.apps[state.foreground]
     screen = app.screens[state.top.screen]
     lst: View | None = None
     content_h = 0
+    records = screen.records is not None or screen.record is not None or screen.form is not None
     if screen.style == "launcher":
         window = _launcher(m, app, screen, catalog)
+    elif records and data is not None:
+        window, lst, content_h = record_window(m, app, screen, state, data)
     else:
         window, lst, content_h = _list_window(m, app, screen, state)
-    dialog = dialog_window(m, app, screen, state)
+    if state.dialog is not None and state.dialog.kind in RECORD_DIALOGS:
+        dialog = record_dialog(m, app, screen, state, data) if data is not None else None
+    else:
+        dialog = dialog_window(m, app, screen, state)
     if tick is not None:
         # A restless screen: a progress animation whose phase changes on every frame, in whichever window
         # uiautomator dumps.

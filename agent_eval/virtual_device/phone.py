@@ -9,20 +9,34 @@ import copy
 import threading
 from dataclasses import dataclass, field, replace
 
+from agent_eval.virtual_device import app_modules, record_input
 from agent_eval.virtual_device.appdata import AppStore
 from agent_eval.virtual_device.apps import Catalog, Row, load_catalog
 from agent_eval.virtual_device.faults import FaultInjector
 from agent_eval.virtual_device.keys import KEY_CHARS, KEYCODES
 from agent_eval.virtual_device.layout import layout
 from agent_eval.virtual_device.png import PngEncoder
+from agent_eval.virtual_device.record_input import Editor
+from agent_eval.virtual_device.record_source import DataContext
 from agent_eval.virtual_device.render import render
 from agent_eval.virtual_device.shade import TILES, panel_rect, toggle
 from agent_eval.virtual_device.state import Dialog, Frame, PhoneState
 from agent_eval.virtual_device.storage import Storage
 from agent_eval.virtual_device.uiautomator import dump_xml
-from agent_eval.virtual_device.views import Layout, Metrics, Tap, View, contains, hit, switch_checked
+from agent_eval.virtual_device.views import (
+    Layout,
+    Metrics,
+    Tap,
+    View,
+    contains,
+    hit,
+    long_hit,
+    switch_checked,
+)
 
 SDK = 34
+LONG_PRESS_MS = 400  # ViewConfiguration's default long-press timeout
+assert app_modules  # imported for its registrations: the apps' record sources and behaviours
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,7 @@ class Phone:
         self.root = False  # adbd runs as root (`adb root`); not part of snapshots, as adbd is not
         # Every app's records; the same object for the phone's lifetime (a snapshot load restores in place).
         self.data = AppStore(self.catalog.data_specs(), self.lock, self.changed)
+        self.reads = DataContext(self.data.find, self.storage)  # what the screens of records read and write
         self.version = 0  # bumped on every change; keys the frame cache
         self._tick = 0
         self._render_lock = threading.Lock()
@@ -76,9 +91,9 @@ class Phone:
         with self.lock:
             if self.faults.config.restless_screen:
                 self._tick += 1
-                return layout(self.state, self.catalog, tick=self._tick)
+                return layout(self.state, self.catalog, tick=self._tick, data=self.reads)
             if self._layout is None or self._layout[0] != self.version:
-                self._layout = (self.version, layout(self.state, self.catalog))
+                self._layout = (self.version, layout(self.state, self.catalog, data=self.reads))
             return self._layout[1]
 
     def _frame_state(self) -> PhoneState:
@@ -304,6 +319,16 @@ class Phone:
             if target is not None and target.tap is not None:
                 self._apply(target.tap, target, x)
 
+    def _press(self, x: int, y: int, long: bool) -> None:
+        """A finger that does not move: a long press on a long-clickable view (no dialog open), else a tap."""
+        lay = self.current_layout()
+        target = long_hit(lay.window, x, y) if long and lay.dialog is None and lay.shade is None else None
+        if target is None or target.long_tap is None:
+            self.tap(x, y)
+            return
+        record_input.long_press(self._editor, target.long_tap)
+        self.changed()
+
     def _tap_shade(self, shade: View, x: int, y: int) -> None:
         """A tap on the shade toggles the tile under it; a tap below the panel closes the shade."""
         target = hit(shade, x, y)
@@ -313,9 +338,16 @@ class Phone:
             self.state.shade_open = False
         self.changed()
 
+    @property
+    def _editor(self) -> Editor:
+        return Editor(self.state, self.catalog, self.reads)
+
     def _apply(self, tap: Tap, view: View, x: int) -> None:
         st = self.state
         kind, arg = tap.kind, tap.arg
+        if record_input.apply(self._editor, tap, x):
+            self.changed()
+            return
         if kind == "open":
             st.keyboard_shown = False
             st.tasks[st.foreground].append(Frame(str(arg)))
@@ -375,7 +407,9 @@ class Phone:
         elif ch == "<":
             self._type_backspace()
         elif ch == ">":
-            if self._in_search():
+            if record_input.enter(self._editor):
+                pass
+            elif self._in_search():
                 st.keyboard_shown = False
             else:
                 self._commit_text()
@@ -389,6 +423,8 @@ class Phone:
         return st.dialog is None and self.catalog.apps[st.foreground].screens[st.top.screen].style == "search"
 
     def _type(self, text: str) -> None:
+        if record_input.type_text(self._editor, text):
+            return
         d = self.state.dialog
         if d is not None and d.kind == "text":
             d.draft += text
@@ -400,6 +436,8 @@ class Phone:
             self.state.keyboard_shown = True
 
     def _type_backspace(self) -> None:
+        if record_input.backspace(self._editor):
+            return
         d = self.state.dialog
         if d is not None and d.kind == "text":
             d.draft = d.draft[:-1]
@@ -411,10 +449,10 @@ class Phone:
             self._type(s.replace("%s", " "))
             self.changed()
 
-    def swipe(self, x1: int, y1: int, x2: int, y2: int) -> None:
+    def swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300) -> None:
         with self.lock:
             if abs(x2 - x1) < 16 and abs(y2 - y1) < 16:
-                self.tap(x1, y1)
+                self._press(x1, y1, duration_ms >= LONG_PRESS_MS)
                 return
             lay = self.current_layout()
             m = Metrics(self.state)
@@ -455,7 +493,9 @@ class Phone:
             elif code == KEYCODES["HOME"]:
                 self.go_home()
             elif code == KEYCODES["ENTER"]:
-                if self.state.dialog is not None and self.state.dialog.kind == "text":
+                if record_input.enter(self._editor):
+                    pass
+                elif self.state.dialog is not None and self.state.dialog.kind == "text":
                     self._commit_text()
                 elif self._in_search():
                     self.state.keyboard_shown = False

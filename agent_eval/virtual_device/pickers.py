@@ -1,6 +1,6 @@
-"""Time and date pickers as Android's spinner-mode TimePicker and DatePicker: one NumberPicker per part, each a
-Button showing the previous value (tap: one step back), the value in an EditText (tap: type a new one) and a
-Button showing the next value (tap: one step on). Values wrap around as a NumberPicker's wheel does.
+"""Time and date pickers as Android's spinner-mode TimePicker and DatePicker: one NumberPicker per part,
+each a Button showing the previous value (tap: one step back), the value in an EditText (tap: type a new
+one) and a Button showing the next value (tap: one step on). Values wrap around as a NumberPicker's wheel.
 """
 
 from __future__ import annotations

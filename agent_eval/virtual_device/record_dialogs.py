@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from agent_eval.virtual_device.apps import App, Screen
 from agent_eval.virtual_device.pickers import SPINNERS, neighbours
-from agent_eval.virtual_device.record_source import DataContext, record
-from agent_eval.virtual_device.screen_data import MenuItem
+from agent_eval.virtual_device.record_source import SOURCES, DataContext, find_record
+from agent_eval.virtual_device.screen_data import MenuItem, RecordList
 from agent_eval.virtual_device.state import Dialog, PhoneState
 from agent_eval.virtual_device.templates import fill
 from agent_eval.virtual_device.views import Metrics, Rect, Tap, View, clickable
 
-RECORD_DIALOGS = frozenset(("menu", "confirm", "prompt", "time", "date"))
+RECORD_DIALOGS = frozenset(("menu", "confirm", "prompt", "pick", "time", "date"))
 TITLES = {"time": "Set time", "date": "Set date"}
 
 
@@ -34,19 +34,45 @@ def _button(pkg: str, rect: Rect, text: str, rid: str, tap: Tap) -> View:
 def _frame(m: Metrics, pkg: str, top: int, height: int, title: str, body: list[View], ok: str) -> View:
     """A dialog box: title, body, Cancel and (unless `ok` is empty) a positive button."""
     left, w, pad = m.dp(24), m.w - m.dp(48), m.dp(24)
-    title_v = View(cls="android.widget.TextView", bounds=(left + pad, top + pad, left + w - pad, top + m.dp(60)),
-                   package=pkg, paint="dialog_title", text=title, resource_id="android:id/alertTitle")
+    title_v = View(
+        cls="android.widget.TextView",
+        bounds=(left + pad, top + pad, left + w - pad, top + m.dp(60)),
+        package=pkg,
+        paint="dialog_title",
+        text=title,
+        resource_id="android:id/alertTitle",
+    )
     bw, by = m.dp(96), top + height - m.dp(64)
     buttons = []
     right = left + w - pad
     if ok:
-        buttons.append(_button(pkg, (right - bw - m.dp(16), by, right, by + m.dp(48)), ok, "android:id/button1",
-                               Tap("dialog_positive")))
+        buttons.append(
+            _button(
+                pkg,
+                (right - bw - m.dp(16), by, right, by + m.dp(48)),
+                ok,
+                "android:id/button1",
+                Tap("dialog_positive"),
+            )
+        )
         right -= bw + m.dp(24)
-    buttons.insert(0, _button(pkg, (right - bw - m.dp(16), by, right, by + m.dp(48)), "Cancel",
-                              "android:id/button2", Tap("dialog_cancel")))
-    return View(cls="android.widget.FrameLayout", bounds=(left, top, left + w, top + height), package=pkg,
-                paint="dialog", children=[title_v, *body, *buttons])
+    buttons.insert(
+        0,
+        _button(
+            pkg,
+            (right - bw - m.dp(16), by, right, by + m.dp(48)),
+            "Cancel",
+            "android:id/button2",
+            Tap("dialog_cancel"),
+        ),
+    )
+    return View(
+        cls="android.widget.FrameLayout",
+        bounds=(left, top, left + w, top + height),
+        package=pkg,
+        paint="dialog",
+        children=[title_v, *body, *buttons],
+    )
 
 
 def _menu(m: Metrics, pkg: str, screen: Screen, title: str) -> View:
@@ -58,16 +84,71 @@ def _menu(m: Metrics, pkg: str, screen: Screen, title: str) -> View:
     y = top + m.dp(80)
     views = []
     for i, item in enumerate(items):
-        views.append(clickable("android.widget.TextView", (left, y, left + w, y + m.dp(56)), pkg,
-                               Tap("menu_item", i), paint="menu_item", text=item.label,
-                               resource_id="android:id/title"))
+        views.append(
+            clickable(
+                "android.widget.TextView",
+                (left, y, left + w, y + m.dp(56)),
+                pkg,
+                Tap("menu_item", i),
+                paint="menu_item",
+                text=item.label,
+                resource_id="android:id/title",
+            )
+        )
         y += m.dp(56)
-    lst = View(cls="android.widget.ListView", bounds=(left, top + m.dp(80), left + w, y), package=pkg,
-               resource_id="android:id/select_dialog_listview", children=views)
-    title_v = View(cls="android.widget.TextView", bounds=(left + m.dp(24), top + m.dp(24), left + w - m.dp(24),
-                   top + m.dp(64)), package=pkg, paint="dialog_title", text=title, resource_id="android:id/alertTitle")
-    return View(cls="android.widget.FrameLayout", bounds=(left, top, left + w, top + height), package=pkg,
-                paint="dialog", children=[title_v, lst])
+    lst = View(
+        cls="android.widget.ListView",
+        bounds=(left, top + m.dp(80), left + w, y),
+        package=pkg,
+        resource_id="android:id/select_dialog_listview",
+        children=views,
+    )
+    title_v = View(
+        cls="android.widget.TextView",
+        bounds=(left + m.dp(24), top + m.dp(24), left + w - m.dp(24), top + m.dp(64)),
+        package=pkg,
+        paint="dialog_title",
+        text=title,
+        resource_id="android:id/alertTitle",
+    )
+    return View(
+        cls="android.widget.FrameLayout",
+        bounds=(left, top, left + w, top + height),
+        package=pkg,
+        paint="dialog",
+        children=[title_v, lst],
+    )
+
+
+def _pick(m: Metrics, pkg: str, title: str, options: list[tuple[str, str]]) -> View:
+    """A choice of records (Move to: the folders): one item each, then Cancel."""
+    height = m.dp(72) + m.dp(56) * len(options) + m.dp(72)
+    top = max(m.status_h, (m.h - height) // 2)
+    left, w = m.dp(24), m.w - m.dp(48)
+    y = top + m.dp(72)
+    items = []
+    for key, label in options:
+        items.append(
+            clickable(
+                "android.widget.CheckedTextView",
+                (left, y, left + w, y + m.dp(56)),
+                pkg,
+                Tap("pick", key),
+                paint="menu_item",
+                text=label,
+                resource_id="android:id/text1",
+                checkable=True,
+            )
+        )
+        y += m.dp(56)
+    lst = View(
+        cls="android.widget.ListView",
+        bounds=(left, top + m.dp(72), left + w, y),
+        package=pkg,
+        resource_id="android:id/select_dialog_listview",
+        children=items,
+    )
+    return _frame(m, pkg, top, height, title, [lst], "")
 
 
 def _spinner(m: Metrics, pkg: str, d: Dialog, part: str, rect: Rect) -> View:
@@ -77,15 +158,41 @@ def _spinner(m: Metrics, pkg: str, d: Dialog, part: str, rect: Rect) -> View:
     focused = d.values.get("focus") == part
     value = d.draft if focused else d.values[part]
     kids = [
-        clickable("android.widget.Button", (x0, y0, x1, y0 + row), pkg, Tap("spin", f"{part}:-1"),
-                  paint="spin_side", text=before),
-        clickable("android.widget.EditText", (x0, y0 + row, x1, y0 + 2 * row), pkg, Tap("spin_focus", part),
-                  paint="spin_value", text=value, resource_id="android:id/numberpicker_input", focused=focused),
-        clickable("android.widget.Button", (x0, y0 + 2 * row, x1, y0 + 3 * row), pkg, Tap("spin", f"{part}:1"),
-                  paint="spin_side", text=after),
+        clickable(
+            "android.widget.Button",
+            (x0, y0, x1, y0 + row),
+            pkg,
+            Tap("spin", f"{part}:-1"),
+            paint="spin_side",
+            text=before,
+        ),
+        clickable(
+            "android.widget.EditText",
+            (x0, y0 + row, x1, y0 + 2 * row),
+            pkg,
+            Tap("spin_focus", part),
+            paint="spin_value",
+            text=value,
+            resource_id="android:id/numberpicker_input",
+            focused=focused,
+        ),
+        clickable(
+            "android.widget.Button",
+            (x0, y0 + 2 * row, x1, y0 + 3 * row),
+            pkg,
+            Tap("spin", f"{part}:1"),
+            paint="spin_side",
+            text=after,
+        ),
     ]
-    return View(cls="android.widget.NumberPicker", bounds=(x0, y0, x1, y0 + 3 * row), package=pkg,
-                resource_id=f"android:id/{part}", focusable=True, children=kids)
+    return View(
+        cls="android.widget.NumberPicker",
+        bounds=(x0, y0, x1, y0 + 3 * row),
+        package=pkg,
+        resource_id=f"android:id/{part}",
+        focusable=True,
+        children=kids,
+    )
 
 
 def _picker(m: Metrics, pkg: str, d: Dialog, keyboard: bool) -> View:
@@ -95,10 +202,17 @@ def _picker(m: Metrics, pkg: str, d: Dialog, keyboard: bool) -> View:
     left, w = m.dp(48), m.w - m.dp(96)
     y = top + m.dp(72)
     col = w // len(parts)
-    spinners = [_spinner(m, pkg, d, p, (left + i * col, y, left + (i + 1) * col, y + m.dp(168)))
-                for i, p in enumerate(parts)]
-    body = View(cls="android.widget.LinearLayout", bounds=(left, y, left + w, y + m.dp(168)), package=pkg,
-                resource_id=f"android:id/{'timePicker' if d.kind == 'time' else 'pickers'}", children=spinners)
+    spinners = [
+        _spinner(m, pkg, d, p, (left + i * col, y, left + (i + 1) * col, y + m.dp(168)))
+        for i, p in enumerate(parts)
+    ]
+    body = View(
+        cls="android.widget.LinearLayout",
+        bounds=(left, y, left + w, y + m.dp(168)),
+        package=pkg,
+        resource_id=f"android:id/{'timePicker' if d.kind == 'time' else 'pickers'}",
+        children=spinners,
+    )
     return _frame(m, pkg, top, height, TITLES[d.kind], [body], "OK")
 
 
@@ -110,16 +224,29 @@ def record_dialog(m: Metrics, app: App, screen: Screen, st: PhoneState, data: Da
     pkg = app.package
     if d.kind in SPINNERS:
         return _picker(m, pkg, d, st.keyboard_shown)
-    table = screen.records.table if screen.records else (screen.record.table if screen.record else "")
-    rec = record(data, pkg, table, d.record) or {"name": d.record or ""}
+    spec = screen.records or screen.record
+    rec = (find_record(data, pkg, spec.source, spec.table, d.record) if spec else None) or {}
     if d.kind == "menu":
         title = fill(screen.records.title, rec) if screen.records else ""
         return _menu(m, pkg, screen, title)
     item = chosen_item(screen, d.target)
+    if d.kind == "pick":
+        options = SOURCES[item.choose].rows(data, pkg, RecordList(source=item.choose, title="{name}"), rec)
+        return _pick(m, pkg, item.label, [(str(o["_id"]), str(o.get("name", ""))) for o in options])
     top = m.status_h + m.dp(160)
     if d.kind == "confirm":
-        return _frame(m, pkg, top, m.dp(72) + m.dp(24) + m.dp(72), fill(item.delete or "", rec), [], item.label)
+        return _frame(
+            m, pkg, top, m.dp(72) + m.dp(24) + m.dp(72), fill(item.delete or "", rec), [], item.label
+        )
     left, w, pad = m.dp(24), m.w - m.dp(48), m.dp(24)
-    edit = clickable("android.widget.EditText", (left + pad, top + m.dp(72), left + w - pad, top + m.dp(128)), pkg,
-                     Tap("none"), paint="edit", text=d.draft, resource_id="android:id/edit", focused=True)
+    edit = clickable(
+        "android.widget.EditText",
+        (left + pad, top + m.dp(72), left + w - pad, top + m.dp(128)),
+        pkg,
+        Tap("none"),
+        paint="edit",
+        text=d.draft,
+        resource_id="android:id/edit",
+        focused=True,
+    )
     return _frame(m, pkg, top, m.dp(72) + m.dp(64) + m.dp(72), item.ask or item.label, [edit], "OK")

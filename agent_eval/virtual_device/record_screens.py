@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent_eval.virtual_device.apps import App, Screen
-from agent_eval.virtual_device.record_source import SOURCES, DataContext, Record, record
+from agent_eval.virtual_device.form_values import shown_value
+from agent_eval.virtual_device.record_source import SOURCES, DataContext, Record, find_record
 from agent_eval.virtual_device.rows import clip_rect
 from agent_eval.virtual_device.screen_data import FormField, MenuItem, RecordList
 from agent_eval.virtual_device.state import PhoneState
 from agent_eval.virtual_device.templates import fill
 from agent_eval.virtual_device.views import Metrics, Rect, Tap, View, clickable
-from agent_eval.virtual_device.form_values import shown_value
 
 SEARCH_FOCUS = "_search"
 COMPOSE_FOCUS = "_compose"
@@ -44,8 +44,13 @@ class Ctx:
 
     def text(self, rect: Rect, text: str, paint: str, rid: str = "", **kw: object) -> View:
         return View(
-            cls="android.widget.TextView", bounds=rect, package=self.pkg, paint=paint, text=text,
-            resource_id=rid, **kw,  # type: ignore[arg-type]
+            cls="android.widget.TextView",
+            bounds=rect,
+            package=self.pkg,
+            paint=paint,
+            text=text,
+            resource_id=rid,
+            **kw,  # type: ignore[arg-type]
         )
 
 
@@ -53,22 +58,37 @@ def field_view(c: Ctx, rect: Rect, text: str, hint: str, focus: str, rid: str) -
     """An EditText: a tap gives it focus and brings the keyboard up; it shows its hint while empty."""
     focused = c.st.top.focus == focus and c.st.dialog is None
     return clickable(
-        "android.widget.EditText", rect, c.pkg, Tap("focus", focus), paint="field", text=text, hint=hint,
-        resource_id=rid, focused=focused,
+        "android.widget.EditText",
+        rect,
+        c.pkg,
+        Tap("focus", focus),
+        paint="field",
+        text=text,
+        hint=hint,
+        resource_id=rid,
+        focused=focused,
     )
 
 
 def _app_bar(c: Ctx, title: str, up_desc: str = "Navigate up", action: View | None = None) -> View:
     m, y = c.m, c.m.status_h
     up = clickable(
-        "android.widget.ImageButton", (m.dp(4), y + m.dp(8), m.dp(52), y + m.dp(56)), c.pkg, Tap("back"),
-        paint="up_arrow", content_desc=up_desc,
+        "android.widget.ImageButton",
+        (m.dp(4), y + m.dp(8), m.dp(52), y + m.dp(56)),
+        c.pkg,
+        Tap("back"),
+        paint="up_arrow",
+        content_desc=up_desc,
     )
     right = action.bounds[0] if action is not None else m.w - m.dp(16)
     heading = c.text((m.dp(64), y + m.dp(8), right - m.dp(8), y + m.dp(56)), title, "bar_title")
     return View(
-        cls="android.view.ViewGroup", bounds=(0, y, m.w, y + m.dp(64)), package=c.pkg, paint="app_bar",
-        resource_id=f"{c.pkg}:id/toolbar", children=[up, heading, *([action] if action else [])],
+        cls="android.view.ViewGroup",
+        bounds=(0, y, m.w, y + m.dp(64)),
+        package=c.pkg,
+        paint="app_bar",
+        resource_id=f"{c.pkg}:id/toolbar",
+        children=[up, heading, *([action] if action else [])],
     )
 
 
@@ -80,13 +100,14 @@ def _root(c: Ctx) -> tuple[View, View]:
     return root, content
 
 
-def _parent(c: Ctx, table: str) -> Record:
-    return record(c.data, c.pkg, table, c.st.top.record) or {} if table else {}
+def _parent(c: Ctx, spec: RecordList) -> Record:
+    """The record a list was opened for (a conversation, a folder), or {}."""
+    return find_record(c.data, c.pkg, spec.source, spec.table, c.st.top.record) or {}
 
 
 def list_records(c: Ctx, spec: RecordList) -> list[Record]:
     """The list's records, narrowed to those whose title or summary holds the search text."""
-    rows = SOURCES[spec.source].rows(c.data, c.pkg, spec, _parent(c, spec.table))
+    rows = SOURCES[spec.source].rows(c.data, c.pkg, spec, _parent(c, spec))
     q = c.st.top.query.strip().lower()
     if q:
         rows = [r for r in rows if q in f"{fill(spec.title, r)}\n{fill(spec.summary, r)}".lower()]
@@ -102,31 +123,60 @@ def _record_row(c: Ctx, spec: RecordList, rec: Record, rect: Rect, clip: Rect) -
     title_h, sum_h = m.dp(26), (m.dp(20) if summary else 0)
     tt = (y0 + y1) // 2 - (title_h + sum_h) // 2
     parts: list[tuple[Rect, dict[str, object]]] = [
-        ((x0 + m.dp(16), tt, x1 - m.dp(16) - switch_w, tt + title_h),
-         {"paint": "title", "text": fill(spec.title, rec), "resource_id": "android:id/title"}),
+        (
+            (x0 + m.dp(16), tt, x1 - m.dp(16) - switch_w, tt + title_h),
+            {"paint": "title", "text": fill(spec.title, rec), "resource_id": "android:id/title"},
+        ),
     ]
     if summary:
-        parts.append(((x0 + m.dp(16), tt + title_h, x1 - m.dp(16) - switch_w, tt + title_h + sum_h),
-                      {"paint": "summary", "text": summary, "resource_id": "android:id/summary"}))
+        parts.append(
+            (
+                (x0 + m.dp(16), tt + title_h, x1 - m.dp(16) - switch_w, tt + title_h + sum_h),
+                {"paint": "summary", "text": summary, "resource_id": "android:id/summary"},
+            )
+        )
     if spec.switch:
         on = str(rec.get(spec.switch)) not in ("0", "None", "")
         cy = (y0 + y1) // 2
-        parts.append(((x1 - m.dp(68), cy - m.dp(16), x1 - m.dp(16), cy + m.dp(16)), {
-            "paint": "switch", "resource_id": f"{c.pkg}:id/onoff", "checkable": True, "checked": on,
-            "text": "ON" if on else "OFF", "clickable": True, "focusable": True,
-            "tap": Tap("record_switch", key)}))
+        parts.append(
+            (
+                (x1 - m.dp(68), cy - m.dp(16), x1 - m.dp(16), cy + m.dp(16)),
+                {
+                    "paint": "switch",
+                    "resource_id": f"{c.pkg}:id/onoff",
+                    "checkable": True,
+                    "checked": on,
+                    "text": "ON" if on else "OFF",
+                    "clickable": True,
+                    "focusable": True,
+                    "tap": Tap("record_switch", key),
+                },
+            )
+        )
     children = []
     for r, kw in parts:
         vis = clip_rect(r, clip)
         if vis is not None:
-            children.append(View(cls="android.widget.Switch" if kw.get("paint") == "switch"
-                                 else "android.widget.TextView", bounds=vis, draw=r, package=c.pkg,
-                                 **kw))  # type: ignore[arg-type]
+            children.append(
+                View(
+                    cls="android.widget.Switch" if kw.get("paint") == "switch" else "android.widget.TextView",
+                    bounds=vis,
+                    draw=r,
+                    package=c.pkg,
+                    **kw,
+                )
+            )  # type: ignore[arg-type]
     vis = clip_rect(rect, clip)
     assert vis is not None
     return View(
-        cls="android.widget.LinearLayout", bounds=vis, draw=rect, package=c.pkg, paint="row",
-        clickable=spec.opens is not None, focusable=True, children=children,
+        cls="android.widget.LinearLayout",
+        bounds=vis,
+        draw=rect,
+        package=c.pkg,
+        paint="row",
+        clickable=spec.opens is not None,
+        focusable=True,
+        children=children,
         tap=Tap("record_open", key) if spec.opens else None,
         long_tap=Tap("record_menu", key) if spec.menu else None,
     )
@@ -142,8 +192,12 @@ def _rows(c: Ctx, spec: RecordList, y: int, bottom: int) -> tuple[View, int]:
     view_h = bottom - y
     scroll = max(0, min(frame.scroll, content_h - view_h))
     lst = View(
-        cls="androidx.recyclerview.widget.RecyclerView", bounds=viewport, package=c.pkg,
-        resource_id=f"{c.pkg}:id/recycler_view", scrollable=content_h > view_h, focusable=content_h > view_h,
+        cls="androidx.recyclerview.widget.RecyclerView",
+        bounds=viewport,
+        package=c.pkg,
+        resource_id=f"{c.pkg}:id/recycler_view",
+        scrollable=content_h > view_h,
+        focusable=content_h > view_h,
     )
     first = scroll // row_h
     for i in range(first, min(len(recs), (scroll + view_h) // row_h + 1)):
@@ -152,8 +206,14 @@ def _rows(c: Ctx, spec: RecordList, y: int, bottom: int) -> tuple[View, int]:
             lst.children.append(_record_row(c, spec, recs[i], rect, viewport))
     if not recs:
         empty = spec.empty if not frame.query.strip() else "No results"
-        lst.children.append(c.text((m.dp(16), y + m.dp(48), m.w - m.dp(16), y + m.dp(96)), empty, "empty",
-                                   f"{c.pkg}:id/empty_view"))
+        lst.children.append(
+            c.text(
+                (m.dp(16), y + m.dp(48), m.w - m.dp(16), y + m.dp(96)),
+                empty,
+                "empty",
+                f"{c.pkg}:id/empty_view",
+            )
+        )
     return lst, content_h
 
 
@@ -162,13 +222,31 @@ def _compose_bar(c: Ctx, spec: RecordList, bottom: int) -> View:
     assert spec.compose is not None
     top = bottom - m.dp(72)
     draft = c.st.top.form.get(COMPOSE_FOCUS, "")
-    field = field_view(c, (m.dp(16), top + m.dp(8), m.w - m.dp(88), bottom - m.dp(8)), draft,
-                       spec.compose.hint, COMPOSE_FOCUS, f"{c.pkg}:id/compose_message_text")
-    send = clickable("android.widget.ImageButton", (m.w - m.dp(80), top + m.dp(12), m.w - m.dp(24),
-                     bottom - m.dp(12)), c.pkg, Tap("compose_send"), paint="fab",
-                     content_desc=spec.compose.send, resource_id=f"{c.pkg}:id/send_message_button")
-    return View(cls="android.widget.LinearLayout", bounds=(0, top, m.w, bottom), package=c.pkg,
-                paint="app_bar", resource_id=f"{c.pkg}:id/compose_bar", children=[field, send])
+    field = field_view(
+        c,
+        (m.dp(16), top + m.dp(8), m.w - m.dp(88), bottom - m.dp(8)),
+        draft,
+        spec.compose.hint,
+        COMPOSE_FOCUS,
+        f"{c.pkg}:id/compose_message_text",
+    )
+    send = clickable(
+        "android.widget.ImageButton",
+        (m.w - m.dp(80), top + m.dp(12), m.w - m.dp(24), bottom - m.dp(12)),
+        c.pkg,
+        Tap("compose_send"),
+        paint="fab",
+        content_desc=spec.compose.send,
+        resource_id=f"{c.pkg}:id/send_message_button",
+    )
+    return View(
+        cls="android.widget.LinearLayout",
+        bounds=(0, top, m.w, bottom),
+        package=c.pkg,
+        paint="app_bar",
+        resource_id=f"{c.pkg}:id/compose_bar",
+        children=[field, send],
+    )
 
 
 def list_window(c: Ctx) -> tuple[View, View, int]:
@@ -176,12 +254,13 @@ def list_window(c: Ctx) -> tuple[View, View, int]:
     assert spec is not None
     m = c.m
     root, content = _root(c)
-    content.children.append(_app_bar(c, fill(c.screen.title, _parent(c, spec.table))))
+    content.children.append(_app_bar(c, fill(c.screen.title, _parent(c, spec))))
     y = m.status_h + m.dp(64)
     if spec.search:
         rect = (m.dp(16), y + m.dp(4), m.w - m.dp(16), y + m.dp(60))
-        content.children.append(field_view(c, rect, c.st.top.query, spec.search, SEARCH_FOCUS,
-                                           f"{c.pkg}:id/search_view"))
+        content.children.append(
+            field_view(c, rect, c.st.top.query, spec.search, SEARCH_FOCUS, f"{c.pkg}:id/search_view")
+        )
         y += m.dp(68)
     bottom = c.bottom - (m.dp(72) if spec.compose else 0)
     lst, content_h = _rows(c, spec, y, bottom)
@@ -191,9 +270,17 @@ def list_window(c: Ctx) -> tuple[View, View, int]:
     if spec.add is not None:
         s = m.dp(56)
         rect = (m.w - m.dp(16) - s, bottom - m.dp(16) - s, m.w - m.dp(16), bottom - m.dp(16))
-        content.children.append(clickable("android.widget.ImageButton", rect, c.pkg, Tap("record_add"),
-                                          paint="fab", content_desc=spec.add.label,
-                                          resource_id=f"{c.pkg}:id/fab"))
+        content.children.append(
+            clickable(
+                "android.widget.ImageButton",
+                rect,
+                c.pkg,
+                Tap("record_add"),
+                paint="fab",
+                content_desc=spec.add.label,
+                resource_id=f"{c.pkg}:id/fab",
+            )
+        )
     return root, lst, content_h
 
 
@@ -201,12 +288,19 @@ def _buttons(c: Ctx, items: list[MenuItem], y: int) -> View:
     m = c.m
     w = (m.w - m.dp(32)) // max(1, len(items))
     views = [
-        clickable("android.widget.Button", (m.dp(16) + i * w, y, m.dp(16) + (i + 1) * w - m.dp(8), y + m.dp(48)),
-                  c.pkg, Tap("record_button", i), paint="outlined", text=item.label)
+        clickable(
+            "android.widget.Button",
+            (m.dp(16) + i * w, y, m.dp(16) + (i + 1) * w - m.dp(8), y + m.dp(48)),
+            c.pkg,
+            Tap("record_button", i),
+            paint="outlined",
+            text=item.label,
+        )
         for i, item in enumerate(items)
     ]
-    return View(cls="android.widget.LinearLayout", bounds=(0, y, m.w, y + m.dp(48)), package=c.pkg,
-                children=views)
+    return View(
+        cls="android.widget.LinearLayout", bounds=(0, y, m.w, y + m.dp(48)), package=c.pkg, children=views
+    )
 
 
 def detail_window(c: Ctx) -> tuple[View, None, int]:
@@ -215,24 +309,39 @@ def detail_window(c: Ctx) -> tuple[View, None, int]:
     assert spec is not None
     m = c.m
     root, content = _root(c)
-    rec = record(c.data, c.pkg, spec.table, c.st.top.record) or {}
+    rec = find_record(c.data, c.pkg, spec.source, spec.table, c.st.top.record) or {}
     content.children.append(_app_bar(c, fill(c.screen.title, rec)))
     y = m.status_h + m.dp(80)
     if spec.header:
-        content.children.append(c.text((m.dp(24), y, m.w - m.dp(24), y + m.dp(56)), fill(spec.header, rec),
-                                        "big_title", f"{c.pkg}:id/large_title"))
+        content.children.append(
+            c.text(
+                (m.dp(24), y, m.w - m.dp(24), y + m.dp(56)),
+                fill(spec.header, rec),
+                "big_title",
+                f"{c.pkg}:id/large_title",
+            )
+        )
         y += m.dp(72)
     if spec.buttons:
         content.children.append(_buttons(c, spec.buttons, y))
         y += m.dp(64)
     for f in spec.fields:
         value = fill(f.value, rec)
-        box = View(cls="android.widget.LinearLayout", bounds=(0, y, m.w, y + m.dp(76)), package=c.pkg,
-                   paint="row")
+        if not value:
+            continue  # a contact without an e-mail shows no e-mail row
+        box = View(
+            cls="android.widget.LinearLayout", bounds=(0, y, m.w, y + m.dp(76)), package=c.pkg, paint="row"
+        )
         box.children = [
-            c.text((m.dp(24), y + m.dp(12), m.w - m.dp(24), y + m.dp(40)), value, "title", "android:id/title"),
-            c.text((m.dp(24), y + m.dp(40), m.w - m.dp(24), y + m.dp(64)), f.label, "summary",
-                   "android:id/summary"),
+            c.text(
+                (m.dp(24), y + m.dp(12), m.w - m.dp(24), y + m.dp(40)), value, "title", "android:id/title"
+            ),
+            c.text(
+                (m.dp(24), y + m.dp(40), m.w - m.dp(24), y + m.dp(64)),
+                f.label,
+                "summary",
+                "android:id/summary",
+            ),
         ]
         content.children.append(box)
         y += m.dp(76)
@@ -244,13 +353,22 @@ def _form_field(c: Ctx, f: FormField, y: int) -> tuple[View, int]:
     m = c.m
     value = shown_value(f, c.st.top.form)
     if f.input in ("time", "date"):
-        box = clickable("android.widget.LinearLayout", (0, y, m.w, y + m.dp(76)), c.pkg, Tap("picker", f.key),
-                        paint="row")
+        box = clickable(
+            "android.widget.LinearLayout", (0, y, m.w, y + m.dp(76)), c.pkg, Tap("picker", f.key), paint="row"
+        )
         box.children = [
-            c.text((m.dp(24), y + m.dp(12), m.w - m.dp(24), y + m.dp(40)), value, "title",
-                   f"{c.pkg}:id/{f.key}_value"),
-            c.text((m.dp(24), y + m.dp(40), m.w - m.dp(24), y + m.dp(64)), f.label, "summary",
-                   f"{c.pkg}:id/{f.key}_label"),
+            c.text(
+                (m.dp(24), y + m.dp(12), m.w - m.dp(24), y + m.dp(40)),
+                value,
+                "title",
+                f"{c.pkg}:id/{f.key}_value",
+            ),
+            c.text(
+                (m.dp(24), y + m.dp(40), m.w - m.dp(24), y + m.dp(64)),
+                f.label,
+                "summary",
+                f"{c.pkg}:id/{f.key}_label",
+            ),
         ]
         return box, m.dp(80)
     height = m.dp(120) if f.input == "multiline" else m.dp(64)
@@ -265,8 +383,15 @@ def form_window(c: Ctx) -> tuple[View, None, int]:
     m = c.m
     root, content = _root(c)
     y = m.status_h
-    save = clickable("android.widget.Button", (m.w - m.dp(112), y + m.dp(12), m.w - m.dp(16), y + m.dp(52)),
-                     c.pkg, Tap("form_save"), paint="filled", text=spec.save, resource_id=f"{c.pkg}:id/save")
+    save = clickable(
+        "android.widget.Button",
+        (m.w - m.dp(112), y + m.dp(12), m.w - m.dp(16), y + m.dp(52)),
+        c.pkg,
+        Tap("form_save"),
+        paint="filled",
+        text=spec.save,
+        resource_id=f"{c.pkg}:id/save",
+    )
     new = c.st.top.record is None
     title = spec.add_title if new and spec.add_title else c.screen.title
     content.children.append(_app_bar(c, title, "Cancel", save))
@@ -279,7 +404,9 @@ def form_window(c: Ctx) -> tuple[View, None, int]:
     return root, None, 0
 
 
-def record_window(m: Metrics, app: App, screen: Screen, st: PhoneState, data: DataContext) -> tuple[View, View | None, int]:
+def record_window(
+    m: Metrics, app: App, screen: Screen, st: PhoneState, data: DataContext
+) -> tuple[View, View | None, int]:
     """The window of a record screen and, for a list, its scrollable view and content height."""
     c = Ctx(m, app, screen, st, data)
     if screen.records is not None:

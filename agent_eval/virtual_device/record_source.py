@@ -1,50 +1,59 @@
-"""Where a list screen's records come from: the app's database table (SQL built from the screen's YAML), or a
-source an app module registers (Files lists a folder). A Protocol with a small registry, by name.
+"""Where a screen's records come from and go to: a table of the app's database (SQL built from the screen's
+YAML), or a source an app module registers (Contacts' two tables, a folder of files). A Protocol with a
+small registry, by name; every record has a string key `_id`.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from agent_eval.virtual_device.appdata import AppDatabase, Value
 from agent_eval.virtual_device.screen_data import RecordList
-from agent_eval.virtual_device.state import PhoneState
+from agent_eval.virtual_device.storage import Storage
 
 Record = dict[str, object]
-KEY = "_id"  # every table's record key, as Android's providers name it
+KEY = "_id"  # every record's key, as Android's providers name it
 
 
 @dataclass(frozen=True)
 class DataContext:
-    """What a source reads: an app's database (None when the app has none) and the phone's state (files)."""
+    """What sources read and write: an app's database by package (None: it has none) and the phone's files.
+    Callers hold the phone's lock."""
 
-    database: Callable[[str], sqlite3.Connection | None]
-    state: PhoneState
+    database: Callable[[str], AppDatabase | None]
+    storage: Storage
+
+    def db(self, package: str) -> AppDatabase:
+        found = self.database(package)
+        if found is None:
+            raise LookupError(f"{package} has no database (declare its tables under `data:`)")
+        return found
 
 
 class RecordSource(Protocol):
-    """Records of a list screen, each with a `_id` (a string key the screens pass around)."""
+    """Records by table name (for a module's source, a name it understands)."""
 
-    def columns(self, ctx: DataContext, package: str, spec: RecordList) -> set[str] | None:
-        """The columns its records have, for checking templates at phone start (None: cannot tell)."""
+    def columns(self, ctx: DataContext, package: str, table: str) -> set[str]:
+        """The columns its records have, to check templates and fields at phone start."""
         ...
 
-    def rows(self, ctx: DataContext, package: str, spec: RecordList, parent: Mapping[str, object]) -> list[Record]:
-        """The records in the list's order; `parent` is the record the screen was opened for ({} if none)."""
+    def rows(
+        self, ctx: DataContext, package: str, spec: RecordList, parent: Mapping[str, object]
+    ) -> list[Record]:
+        """A list's records in order; `parent` is the record the screen was opened for ({} if none)."""
         ...
 
+    def get(self, ctx: DataContext, package: str, table: str, key: str) -> Record | None: ...
 
-def _connection(ctx: DataContext, package: str) -> sqlite3.Connection:
-    conn = ctx.database(package)
-    if conn is None:
-        raise LookupError(f"{package} has no database (declare its tables under `data:`)")
-    return conn
+    def insert(self, ctx: DataContext, package: str, table: str, values: Mapping[str, Value]) -> str: ...
 
+    def update(
+        self, ctx: DataContext, package: str, table: str, key: str, values: Mapping[str, Value]
+    ) -> None: ...
 
-def table_columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {str(r[1]) for r in conn.execute(f'PRAGMA table_info("{table}")')}
+    def delete(self, ctx: DataContext, package: str, table: str, key: str) -> None: ...
 
 
 def list_sql(spec: RecordList) -> str:
@@ -52,38 +61,48 @@ def list_sql(spec: RecordList) -> str:
     where = f" WHERE {spec.where}" if spec.where else ""
     if spec.group:
         inner = (
-            f'SELECT *, ROW_NUMBER() OVER (PARTITION BY "{spec.group}" ORDER BY {spec.sort}) AS _rank '
-            f'FROM "{spec.table}"{where}'
+            f"SELECT *, ROW_NUMBER() OVER (PARTITION BY {spec.group} ORDER BY {spec.sort}) AS _rank "
+            f"FROM {spec.table}{where}"
         )
         return f"SELECT * FROM ({inner}) WHERE _rank = 1 ORDER BY {spec.sort}"
-    return f'SELECT * FROM "{spec.table}"{where} ORDER BY {spec.sort}'
+    return f"SELECT * FROM {spec.table}{where} ORDER BY {spec.sort}"
 
 
-def query(conn: sqlite3.Connection, sql: str, params: Mapping[str, object]) -> list[Record]:
-    cur = conn.execute(sql, dict(params))
+def sql_rows(db: AppDatabase, sql: str, params: Mapping[str, object]) -> list[Record]:
+    """Rows of a SELECT with `:name` parameters (the reads screens make; the caller holds the lock)."""
+    cur = db.conn.execute(sql, dict(params))
     names = [d[0] for d in cur.description]
     return [{n: (str(v) if n == KEY else v) for n, v in zip(names, row, strict=True)} for row in cur]
 
 
 class TableSource:
-    """The rows of the app's table named by the list's `table`."""
+    """The rows of one table of the app's database, keyed by `_id`."""
 
-    def columns(self, ctx: DataContext, package: str, spec: RecordList) -> set[str] | None:
-        return table_columns(_connection(ctx, package), spec.table)
+    def columns(self, ctx: DataContext, package: str, table: str) -> set[str]:
+        return set(ctx.db(package).columns(table))
 
-    def rows(self, ctx: DataContext, package: str, spec: RecordList, parent: Mapping[str, object]) -> list[Record]:
-        return query(_connection(ctx, package), list_sql(spec), parent)
+    def rows(
+        self, ctx: DataContext, package: str, spec: RecordList, parent: Mapping[str, object]
+    ) -> list[Record]:
+        return sql_rows(ctx.db(package), list_sql(spec), parent)
 
+    def get(self, ctx: DataContext, package: str, table: str, key: str) -> Record | None:
+        db = ctx.database(package)
+        if db is None or not key.isdigit():
+            return None
+        rows = sql_rows(db, f"SELECT * FROM {table} WHERE {KEY} = :key", {"key": int(key)})
+        return rows[0] if rows else None
 
-def record(ctx: DataContext, package: str, table: str, key: str | None) -> Record | None:
-    """One record of a table by its `_id`, or None when there is no such record (deleted meanwhile)."""
-    if key is None:
-        return None
-    conn = ctx.database(package)
-    if conn is None:
-        return None
-    rows = query(conn, f'SELECT * FROM "{table}" WHERE "{KEY}" = :key', {"key": key})
-    return rows[0] if rows else None
+    def insert(self, ctx: DataContext, package: str, table: str, values: Mapping[str, Value]) -> str:
+        return str(ctx.db(package).insert(table, values))
+
+    def update(
+        self, ctx: DataContext, package: str, table: str, key: str, values: Mapping[str, Value]
+    ) -> None:
+        ctx.db(package).update_row(table, int(key), values)
+
+    def delete(self, ctx: DataContext, package: str, table: str, key: str) -> None:
+        ctx.db(package).delete_row(table, int(key))
 
 
 SOURCES: dict[str, RecordSource] = {"table": TableSource()}
@@ -91,3 +110,14 @@ SOURCES: dict[str, RecordSource] = {"table": TableSource()}
 
 def register_source(name: str, source: RecordSource) -> None:
     SOURCES[name] = source
+
+
+def source(name: str) -> RecordSource:
+    return SOURCES[name]
+
+
+def find_record(
+    ctx: DataContext, package: str, source_name: str, table: str, key: str | None
+) -> Record | None:
+    """One record by key, or None (no key, or deleted meanwhile)."""
+    return None if key is None else SOURCES[source_name].get(ctx, package, table, key)

@@ -68,6 +68,9 @@ CHROME_PAINTS = frozenset(
 ROW_PAINTS = frozenset(("header", "icon", "title", "summary", "switch", "seekbar", "progress"))
 DIALOG_PAINTS = frozenset(("dialog", "dialog_title", "radio", "edit", "search_field", "button"))
 SHADE_PAINTS = frozenset(("shade", "tile", "tile_label", "tile_state"))
+RECORD_PAINTS = frozenset(
+    ("field", "empty", "fab", "outlined", "filled", "menu_item", "spin_side", "spin_value")
+)
 
 
 def _center(r: tuple[int, int, int, int]) -> tuple[int, int]:
@@ -107,6 +110,8 @@ class Painter:
             self._dialog_part(v, k)
         elif k in SHADE_PAINTS:
             self.shade_part(v)
+        elif k in RECORD_PAINTS:
+            self.record_part(v, k)
         for c in v.children:
             self.view(c)
 
@@ -213,6 +218,40 @@ class Painter:
                 )
         elif k == "button":
             self.text(v, 15, p.accent, anchor="mm")
+
+    def record_part(self, v: View, k: str) -> None:
+        """Text fields (the hint grey while empty, a cursor while focused), buttons, menus and spinners."""
+        p, d, dp, r = self.p, self.d, self.m.dp, v.rect
+        if k == "field":
+            d.rounded_rectangle(r, radius=dp(8), outline=p.accent if v.focused else p.subtext, width=dp(2))
+            inner = View(cls="", bounds=(r[0] + dp(16), r[1], r[2] - dp(16), r[3]), text=v.text or v.hint)
+            self.text(inner, 17, p.text if v.text else p.subtext)
+            if v.focused:
+                x = r[0] + dp(16) + (int(font(max(6, dp(17))).getlength(v.text)) if v.text else 0) + dp(2)
+                d.line((x, r[1] + dp(14), x, r[3] - dp(14)), fill=p.accent, width=dp(2))
+        elif k == "empty":
+            self.text(v, 16, p.subtext, anchor="mm")
+        elif k == "fab":
+            d.rounded_rectangle(r, radius=dp(16), fill=p.accent)
+            cx, cy = _center(r)
+            d.line((cx - dp(10), cy, cx + dp(10), cy), fill=p.on_accent, width=dp(3))
+            if v.content_desc != "Send":
+                d.line((cx, cy - dp(10), cx, cy + dp(10)), fill=p.on_accent, width=dp(3))
+        elif k in ("outlined", "filled"):
+            radius = (r[3] - r[1]) // 2
+            if k == "filled":
+                d.rounded_rectangle(r, radius=radius, fill=p.accent)
+            else:
+                d.rounded_rectangle(r, radius=radius, outline=p.subtext, width=dp(1))
+            self.text(v, 15, p.on_accent if k == "filled" else p.accent, anchor="mm")
+        elif k == "menu_item":
+            self.write((r[0] + dp(24), (r[1] + r[3]) // 2), v.text, 17, p.text, "lm")
+        elif k == "spin_side":
+            self.text(v, 18, p.subtext, anchor="mm")
+        elif k == "spin_value":
+            d.line((r[0] + dp(12), r[1], r[2] - dp(12), r[1]), fill=p.accent, width=dp(2))
+            d.line((r[0] + dp(12), r[3], r[2] - dp(12), r[3]), fill=p.accent, width=dp(2))
+            self.text(v, 24, p.accent if v.focused else p.text, anchor="mm")
 
     def switch(self, v: View) -> None:
         p, d, dp = self.p, self.d, self.m.dp

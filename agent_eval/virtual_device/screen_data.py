@@ -27,6 +27,9 @@ class MenuItem(_Strict):
     action: str | None = None  # an action of the app's module (screens_apps/*)
     ask: str | None = None  # with `action`: a text dialog titled so, whose text the action gets
     ask_value: str = ""  # the text dialog's starting text (a template)
+    choose: str = (
+        ""  # with `action`: a dialog listing this source's records (titles); the action gets the key
+    )
 
     @model_validator(mode="after")
     def _one_effect(self) -> MenuItem:
@@ -46,6 +49,7 @@ class Compose(_Strict):
     """A text field and Send button under a list (a message thread): Send inserts a row into `table` with the
     typed text in `column` and `set` (templates over the screen's record and `{now}`)."""
 
+    source: str = "table"
     table: str
     column: str
     hint: str = "Text message"
@@ -80,6 +84,7 @@ class DetailField(_Strict):
 class RecordDetail(_Strict):
     """One record: a header line, label/value rows, and buttons (Edit, Delete...)."""
 
+    source: str = "table"
     table: str
     header: str = ""  # a template shown large at the top
     fields: list[DetailField] = []
@@ -117,6 +122,7 @@ class FormField(_Strict):
 class RecordForm(_Strict):
     """An edit screen: fields over one record of `table`; Save inserts (a new record) or updates it."""
 
+    source: str = "table"
     table: str
     fields: list[FormField]
     save: str = "Save"

@@ -151,9 +151,7 @@ class PhoneState:
     def to_json(self) -> dict[str, Any]:
         return {
             "settings": copy.deepcopy(self.settings),
-            "tasks": {
-                pkg: [f.to_json() for f in stack] for pkg, stack in self.tasks.items()
-            },
+            "tasks": {pkg: [f.to_json() for f in stack] for pkg, stack in self.tasks.items()},
             "width": self.width,
             "height": self.height,
             "density": self.density,

@@ -1,4 +1,4 @@
-"""Row templates: `{column}` and `{format(column, ...)}` filled from one record, and the formats they may name.
+"""Row templates: `{column}` and `{format(column, ...)}` filled from one record, and the formats they name.
 
 Times are shown as an en-US phone shows them (12-hour, `7:30 AM`); epoch-ms columns are read in UTC.
 """

@@ -26,8 +26,10 @@ def _b(flag: bool) -> str:
 def _node(v: View, index: int, out: list[str]) -> None:
     x0, y0, x1, y1 = v.bounds
     naf = 'NAF="true" ' if v.clickable and not _has_label(v) else ""
+    # An empty text field reports its hint as its text (TextView.getTextForAccessibility).
+    text = escape(v.text or v.hint, _ENTITIES)
     out.append(
-        f'<node {naf}index="{index}" text="{escape(v.text or v.hint, _ENTITIES)}" resource-id="{v.resource_id}" '
+        f'<node {naf}index="{index}" text="{text}" resource-id="{v.resource_id}" '
         f'class="{v.cls}" package="{v.package}" content-desc="{escape(v.content_desc, _ENTITIES)}" '
         f'checkable="{_b(v.checkable)}" checked="{_b(v.checked)}" clickable="{_b(v.clickable)}" '
         f'enabled="{_b(v.enabled)}" focusable="{_b(v.focusable)}" focused="{_b(v.focused)}" '

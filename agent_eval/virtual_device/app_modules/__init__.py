@@ -1,0 +1,8 @@
+"""The apps' own modules: what an app does that its YAML cannot say (record sources, actions, save rules).
+
+Importing this package registers every one of them.
+"""
+
+from agent_eval.virtual_device.app_modules import contacts
+
+__all__ = ["contacts"]
