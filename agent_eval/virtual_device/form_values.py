@@ -13,17 +13,21 @@ from agent_eval.virtual_device.templates import clock_text
 
 Value = int | float | str | None
 DEFAULT_TIME = "08:00"
+# The phone's clock: the status bar shows 12:00 on 2026-01-01 (the date `ls` prints for every file). Time
+# still moves on from there while the phone runs, so two messages sent one after the other keep their order.
+PHONE_EPOCH_MS = 1_767_268_800_000  # 2026-01-01 12:00 UTC
+_STARTED = time.monotonic()
 
 
 def now_ms() -> int:
-    return int(time.time() * 1000)
+    return PHONE_EPOCH_MS + int((time.monotonic() - _STARTED) * 1000)
 
 
 def _utc(ms: object) -> dt.datetime:
     try:
         return dt.datetime.fromtimestamp(int(str(ms)) / 1000, tz=dt.UTC)
     except ValueError:
-        return dt.datetime.now(tz=dt.UTC)
+        return _utc(now_ms())
 
 
 def _field_text(f: FormField, rec: Mapping[str, object] | None) -> str:
@@ -69,7 +73,7 @@ def parse_date(text: str) -> dt.date:
     try:
         return dt.date.fromisoformat(text)
     except ValueError:
-        return dt.datetime.now(tz=dt.UTC).date()
+        return _utc(now_ms()).date()
 
 
 def _epoch(date_text: str, time_text: str) -> int:

@@ -57,14 +57,30 @@ def neighbours(kind: str, part: str, parts: dict[str, str]) -> tuple[str, str]:
     """The values shown above and below the current one."""
     vals = choices(kind, part, parts)
     i = vals.index(parts[part]) if parts[part] in vals else 0
+    if part == "amPm":  # two values: no wheel, an empty side
+        return (vals[i - 1] if i > 0 else ""), (vals[i + 1] if i + 1 < len(vals) else "")
     return vals[(i - 1) % len(vals)], vals[(i + 1) % len(vals)]
 
 
+# A wheel that wraps carries into the next larger part, as the spinner TimePicker and DatePicker do
+# (59 → 00 moves the hour on, 11 → 12 flips AM/PM, Dec → Jan moves the year on).
+CARRIES = {("time", "minute"): "hour", ("date", "day"): "month", ("date", "month"): "year"}
+
+
 def step(kind: str, part: str, parts: dict[str, str], delta: int) -> None:
-    """One step of a spinner's wheel (wrapping); a date's day stays within the new month."""
+    """One step of a spinner's wheel; AM/PM does not wrap, the others carry into the next part."""
     vals = choices(kind, part, parts)
     i = vals.index(parts[part]) if parts[part] in vals else 0
-    parts[part] = vals[(i + delta) % len(vals)]
+    j = i + delta
+    if part == "amPm":
+        parts[part] = vals[max(0, min(len(vals) - 1, j))]
+        return
+    parts[part] = vals[j % len(vals)]
+    if (kind, part) == ("time", "hour") and {parts[part], vals[i]} == {"11", "12"}:
+        parts["amPm"] = "PM" if parts["amPm"] == "AM" else "AM"
+    carry = CARRIES.get((kind, part))
+    if carry is not None and not 0 <= j < len(vals):
+        step(kind, carry, parts, 1 if j >= len(vals) else -1)
     _clamp(kind, parts)
 
 

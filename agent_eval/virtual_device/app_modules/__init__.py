@@ -3,6 +3,6 @@
 Importing this package registers every one of them.
 """
 
-from agent_eval.virtual_device.app_modules import contacts
+from agent_eval.virtual_device.app_modules import calendar, contacts, messages
 
-__all__ = ["contacts"]
+__all__ = ["calendar", "contacts", "messages"]
