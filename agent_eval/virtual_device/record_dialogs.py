@@ -231,7 +231,7 @@ def record_dialog(m: Metrics, app: App, screen: Screen, st: PhoneState, data: Da
         return _menu(m, pkg, screen, title)
     item = chosen_item(screen, d.target)
     if d.kind == "pick":
-        options = SOURCES[item.choose].rows(data, pkg, RecordList(source=item.choose, title="{name}"), rec)
+        options = SOURCES[item.choose].rows(data, pkg, RecordList(source=item.choose, title="{name}"), {})
         return _pick(m, pkg, item.label, [(str(o["_id"]), str(o.get("name", ""))) for o in options])
     top = m.status_h + m.dp(160)
     if d.kind == "confirm":

@@ -89,6 +89,7 @@ class Painter:
         """Draws text from the glyph cache: FreeType renders each distinct label once, not once per frame."""
         if not text:
             return
+        text = text.replace("\n", " ")  # one line here; multi-line fields draw line by line
         mask, dx, dy = glyphs(text, max(6, self.m.dp(size)), anchor)
         self.img.paste(fill, (xy[0] + dx, xy[1] + dy), mask)
 
@@ -219,16 +220,28 @@ class Painter:
         elif k == "button":
             self.text(v, 15, p.accent, anchor="mm")
 
+    def field(self, v: View) -> None:
+        """A text field: its lines (the hint, grey, while empty) and, while focused, the cursor at the end."""
+        p, d, dp, r = self.p, self.d, self.m.dp, v.rect
+        d.rounded_rectangle(r, radius=dp(8), outline=p.accent if v.focused else p.subtext, width=dp(2))
+        lines = (v.text or v.hint).split("\n")
+        line_h = dp(26)
+        multi = len(lines) > 1
+        y = r[1] + dp(20) if multi else (r[1] + r[3]) // 2
+        for line in lines[-max(1, (r[3] - r[1] - dp(16)) // line_h) :]:
+            self.write((r[0] + dp(16), y), line, 17, p.text if v.text else p.subtext, "lm")
+            y += line_h
+        if v.focused:
+            last = lines[-1] if v.text else ""
+            x = r[0] + dp(16) + (int(font(max(6, dp(17))).getlength(last)) if last else 0) + dp(2)
+            cy = y - line_h if multi or v.text else y
+            d.line((x, cy - dp(12), x, cy + dp(12)), fill=p.accent, width=dp(2))
+
     def record_part(self, v: View, k: str) -> None:
         """Text fields (the hint grey while empty, a cursor while focused), buttons, menus and spinners."""
         p, d, dp, r = self.p, self.d, self.m.dp, v.rect
         if k == "field":
-            d.rounded_rectangle(r, radius=dp(8), outline=p.accent if v.focused else p.subtext, width=dp(2))
-            inner = View(cls="", bounds=(r[0] + dp(16), r[1], r[2] - dp(16), r[3]), text=v.text or v.hint)
-            self.text(inner, 17, p.text if v.text else p.subtext)
-            if v.focused:
-                x = r[0] + dp(16) + (int(font(max(6, dp(17))).getlength(v.text)) if v.text else 0) + dp(2)
-                d.line((x, r[1] + dp(14), x, r[3] - dp(14)), fill=p.accent, width=dp(2))
+            self.field(v)
         elif k == "empty":
             self.text(v, 16, p.subtext, anchor="mm")
         elif k == "fab":

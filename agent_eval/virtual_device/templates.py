@@ -52,7 +52,12 @@ def _size(n: object) -> str:
     return f"{size} B"
 
 
+def _items(n: object) -> str:
+    return "1 item" if _int(n) == 1 else f"{_int(n)} items"
+
+
 FORMATS: dict[str, tuple[int, Callable[..., str]]] = {
+    "items": (1, _items),  # items(count) → 1 item, 4 items
     "time": (2, _time),  # time(hour, minutes) → 7:30 AM
     "clock": (1, _clock),  # clock(epoch_ms) → 7:30 AM
     "date": (1, _date),  # date(epoch_ms) → Tue, Dec 8, 2026
