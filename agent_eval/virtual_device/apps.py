@@ -170,8 +170,9 @@ def short_name(package: str, cls: str) -> str:
 class Catalog:
     """Every installed app, with the lookups the phone needs (by package, component, intent action)."""
 
-    def __init__(self, apps: list[App]) -> None:
+    def __init__(self, apps: list[App], files: dict[str, Path] | None = None) -> None:
         self.apps: dict[str, App] = {a.package: a for a in apps}
+        self.files: dict[str, Path] = files or {}  # package → the YAML file it came from, for error messages
         homes = [a for a in apps if a.home]
         if len(homes) != 1:
             raise PhoneConfigError(f"exactly one app must have `home: true`, found {len(homes)}")
@@ -223,4 +224,6 @@ def load_app(path: Path) -> App:
 
 @cache
 def load_catalog(apps_dir: Path = APPS_DIR) -> Catalog:
-    return Catalog([load_app(p) for p in sorted(apps_dir.glob("*.yaml"))])
+    paths = sorted(apps_dir.glob("*.yaml"))
+    apps = [load_app(p) for p in paths]
+    return Catalog(apps, {a.package: p for a, p in zip(apps, paths, strict=True)})

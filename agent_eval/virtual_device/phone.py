@@ -19,6 +19,7 @@ from agent_eval.virtual_device.png import PngEncoder
 from agent_eval.virtual_device.record_input import Editor
 from agent_eval.virtual_device.record_source import DataContext
 from agent_eval.virtual_device.render import render
+from agent_eval.virtual_device.screen_check import check_screens
 from agent_eval.virtual_device.shade import TILES, panel_rect, toggle
 from agent_eval.virtual_device.state import Dialog, Frame, PhoneState
 from agent_eval.virtual_device.storage import Storage
@@ -67,6 +68,7 @@ class Phone:
         # Every app's records; the same object for the phone's lifetime (a snapshot load restores in place).
         self.data = AppStore(self.catalog.data_specs(), self.lock, self.changed)
         self.reads = DataContext(self.data.find, self.storage)  # what the screens of records read and write
+        check_screens(self.catalog, self.reads)
         self.version = 0  # bumped on every change; keys the frame cache
         self._tick = 0
         self._render_lock = threading.Lock()
