@@ -1,103 +1,21 @@
-"""Lays out the screens of an app's records, read from its database on every layout: a list (search field,
-rows with an optional switch, empty state, add button, compose bar), one record, and an edit screen.
-
-When the keyboard is up the window ends above it (adjustResize, as these apps declare), so rows it would
-cover are not in the dump.
+"""Lays out the screens of an app's records, read from their source on every layout: a list (search field,
+rows with an optional switch, empty state, add button, compose bar); one record and the edit screen are in
+record_edit.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from agent_eval.virtual_device.apps import App, Screen
-from agent_eval.virtual_device.form_values import shown_value
+from agent_eval.virtual_device.record_edit import detail_window, form_window
 from agent_eval.virtual_device.record_source import SOURCES, DataContext, Record, find_record
+from agent_eval.virtual_device.record_view import COMPOSE_FOCUS, SEARCH_FOCUS, Ctx, app_bar, field_view, root
 from agent_eval.virtual_device.rows import clip_rect
-from agent_eval.virtual_device.screen_data import FormField, MenuItem, RecordList
+from agent_eval.virtual_device.screen_data import RecordList
 from agent_eval.virtual_device.state import PhoneState
 from agent_eval.virtual_device.templates import fill
 from agent_eval.virtual_device.views import Metrics, Rect, Tap, View, clickable
 
-SEARCH_FOCUS = "_search"
-COMPOSE_FOCUS = "_compose"
-
-
-@dataclass(frozen=True)
-class Ctx:
-    """What every part of a record screen needs."""
-
-    m: Metrics
-    app: App
-    screen: Screen
-    st: PhoneState
-    data: DataContext
-
-    @property
-    def pkg(self) -> str:
-        return self.app.package
-
-    @property
-    def bottom(self) -> int:
-        """The window's bottom: above the keyboard when it is up, else above the navigation bar."""
-        m = self.m
-        return m.keyboard_rect()[1] if self.st.keyboard_shown else m.h - m.nav_h
-
-    def text(self, rect: Rect, text: str, paint: str, rid: str = "", **kw: object) -> View:
-        return View(
-            cls="android.widget.TextView",
-            bounds=rect,
-            package=self.pkg,
-            paint=paint,
-            text=text,
-            resource_id=rid,
-            **kw,  # type: ignore[arg-type]
-        )
-
-
-def field_view(c: Ctx, rect: Rect, text: str, hint: str, focus: str, rid: str) -> View:
-    """An EditText: a tap gives it focus and brings the keyboard up; it shows its hint while empty."""
-    focused = c.st.top.focus == focus and c.st.dialog is None
-    return clickable(
-        "android.widget.EditText",
-        rect,
-        c.pkg,
-        Tap("focus", focus),
-        paint="field",
-        text=text,
-        hint=hint,
-        resource_id=rid,
-        focused=focused,
-    )
-
-
-def _app_bar(c: Ctx, title: str, up_desc: str = "Navigate up", action: View | None = None) -> View:
-    m, y = c.m, c.m.status_h
-    up = clickable(
-        "android.widget.ImageButton",
-        (m.dp(4), y + m.dp(8), m.dp(52), y + m.dp(56)),
-        c.pkg,
-        Tap("back"),
-        paint="up_arrow",
-        content_desc=up_desc,
-    )
-    right = action.bounds[0] if action is not None else m.w - m.dp(16)
-    heading = c.text((m.dp(64), y + m.dp(8), right - m.dp(8), y + m.dp(56)), title, "bar_title")
-    return View(
-        cls="android.view.ViewGroup",
-        bounds=(0, y, m.w, y + m.dp(64)),
-        package=c.pkg,
-        paint="app_bar",
-        resource_id=f"{c.pkg}:id/toolbar",
-        children=[up, heading, *([action] if action else [])],
-    )
-
-
-def _root(c: Ctx) -> tuple[View, View]:
-    m = c.m
-    root = View(cls="android.widget.FrameLayout", bounds=(0, 0, m.w, m.h), package=c.pkg, paint="window")
-    content = View(cls="android.widget.LinearLayout", bounds=(0, m.status_h, m.w, c.bottom), package=c.pkg)
-    root.children.append(content)
-    return root, content
+__all__ = ["COMPOSE_FOCUS", "SEARCH_FOCUS", "record_window"]
 
 
 def _parent(c: Ctx, spec: RecordList) -> Record:
@@ -114,72 +32,70 @@ def list_records(c: Ctx, spec: RecordList) -> list[Record]:
     return rows
 
 
+def _part(c: Ctx, cls: str, rect: Rect, clip: Rect, **kw: object) -> list[View]:
+    """A view of a row, reported clipped to the list (none when scrolled out of it)."""
+    vis = clip_rect(rect, clip)
+    return [] if vis is None else [View(cls=cls, bounds=vis, draw=rect, package=c.pkg, **kw)]  # type: ignore[arg-type]
+
+
 def _record_row(c: Ctx, spec: RecordList, rec: Record, rect: Rect, clip: Rect) -> View:
     """One record as a row: title and summary (TextViews), and a switch when the list has one."""
     m, key = c.m, str(rec["_id"])
     x0, y0, x1, y1 = rect
-    switch_w = m.dp(84) if spec.switch else 0
+    right = x1 - m.dp(16) - (m.dp(84) if spec.switch else 0)
     summary = fill(spec.summary, rec) if spec.summary else ""
     title_h, sum_h = m.dp(26), (m.dp(20) if summary else 0)
     tt = (y0 + y1) // 2 - (title_h + sum_h) // 2
-    parts: list[tuple[Rect, dict[str, object]]] = [
-        (
-            (x0 + m.dp(16), tt, x1 - m.dp(16) - switch_w, tt + title_h),
-            {"paint": "title", "text": fill(spec.title, rec), "resource_id": "android:id/title"},
-        ),
-    ]
+    tv = "android.widget.TextView"
+    kids = _part(
+        c,
+        tv,
+        (x0 + m.dp(16), tt, right, tt + title_h),
+        clip,
+        paint="title",
+        text=fill(spec.title, rec),
+        resource_id="android:id/title",
+    )
     if summary:
-        parts.append(
-            (
-                (x0 + m.dp(16), tt + title_h, x1 - m.dp(16) - switch_w, tt + title_h + sum_h),
-                {"paint": "summary", "text": summary, "resource_id": "android:id/summary"},
-            )
+        kids += _part(
+            c,
+            tv,
+            (x0 + m.dp(16), tt + title_h, right, tt + title_h + sum_h),
+            clip,
+            paint="summary",
+            text=summary,
+            resource_id="android:id/summary",
         )
     if spec.switch:
         on = str(rec.get(spec.switch)) not in ("0", "None", "")
         cy = (y0 + y1) // 2
-        parts.append(
-            (
-                (x1 - m.dp(68), cy - m.dp(16), x1 - m.dp(16), cy + m.dp(16)),
-                {
-                    "paint": "switch",
-                    "resource_id": f"{c.pkg}:id/onoff",
-                    "checkable": True,
-                    "checked": on,
-                    "text": "ON" if on else "OFF",
-                    "clickable": True,
-                    "focusable": True,
-                    "tap": Tap("record_switch", key),
-                },
-            )
+        kids += _part(
+            c,
+            "android.widget.Switch",
+            (x1 - m.dp(68), cy - m.dp(16), x1 - m.dp(16), cy + m.dp(16)),
+            clip,
+            paint="switch",
+            resource_id=f"{c.pkg}:id/onoff",
+            checkable=True,
+            checked=on,
+            text="ON" if on else "OFF",
+            clickable=True,
+            focusable=True,
+            tap=Tap("record_switch", key),
         )
-    children = []
-    for r, kw in parts:
-        vis = clip_rect(r, clip)
-        if vis is not None:
-            children.append(
-                View(
-                    cls="android.widget.Switch" if kw.get("paint") == "switch" else "android.widget.TextView",
-                    bounds=vis,
-                    draw=r,
-                    package=c.pkg,
-                    **kw,
-                )
-            )  # type: ignore[arg-type]
-    vis = clip_rect(rect, clip)
-    assert vis is not None
-    return View(
-        cls="android.widget.LinearLayout",
-        bounds=vis,
-        draw=rect,
-        package=c.pkg,
+    row = _part(
+        c,
+        "android.widget.LinearLayout",
+        rect,
+        clip,
         paint="row",
         clickable=spec.opens is not None,
         focusable=True,
-        children=children,
+        children=kids,
         tap=Tap("record_open", key) if spec.opens else None,
         long_tap=Tap("record_menu", key) if spec.menu else None,
     )
+    return row[0]
 
 
 def _rows(c: Ctx, spec: RecordList, y: int, bottom: int) -> tuple[View, int]:
@@ -253,8 +169,8 @@ def list_window(c: Ctx) -> tuple[View, View, int]:
     spec = c.screen.records
     assert spec is not None
     m = c.m
-    root, content = _root(c)
-    content.children.append(_app_bar(c, fill(c.screen.title, _parent(c, spec))))
+    window, content = root(c)
+    content.children.append(app_bar(c, fill(c.screen.title, _parent(c, spec))))
     y = m.status_h + m.dp(64)
     if spec.search:
         rect = (m.dp(16), y + m.dp(4), m.w - m.dp(16), y + m.dp(60))
@@ -281,127 +197,7 @@ def list_window(c: Ctx) -> tuple[View, View, int]:
                 resource_id=f"{c.pkg}:id/fab",
             )
         )
-    return root, lst, content_h
-
-
-def _buttons(c: Ctx, items: list[MenuItem], y: int) -> View:
-    m = c.m
-    w = (m.w - m.dp(32)) // max(1, len(items))
-    views = [
-        clickable(
-            "android.widget.Button",
-            (m.dp(16) + i * w, y, m.dp(16) + (i + 1) * w - m.dp(8), y + m.dp(48)),
-            c.pkg,
-            Tap("record_button", i),
-            paint="outlined",
-            text=item.label,
-        )
-        for i, item in enumerate(items)
-    ]
-    return View(
-        cls="android.widget.LinearLayout", bounds=(0, y, m.w, y + m.dp(48)), package=c.pkg, children=views
-    )
-
-
-def detail_window(c: Ctx) -> tuple[View, None, int]:
-    """One record: its header, a label/value row per field, and the buttons (Edit, Delete...)."""
-    spec = c.screen.record
-    assert spec is not None
-    m = c.m
-    root, content = _root(c)
-    rec = find_record(c.data, c.pkg, spec.source, spec.table, c.st.top.record) or {}
-    content.children.append(_app_bar(c, fill(c.screen.title, rec)))
-    y = m.status_h + m.dp(80)
-    if spec.header:
-        content.children.append(
-            c.text(
-                (m.dp(24), y, m.w - m.dp(24), y + m.dp(56)),
-                fill(spec.header, rec),
-                "big_title",
-                f"{c.pkg}:id/large_title",
-            )
-        )
-        y += m.dp(72)
-    if spec.buttons:
-        content.children.append(_buttons(c, spec.buttons, y))
-        y += m.dp(64)
-    for f in spec.fields:
-        value = fill(f.value, rec)
-        if not value:
-            continue  # a contact without an e-mail shows no e-mail row
-        box = View(
-            cls="android.widget.LinearLayout", bounds=(0, y, m.w, y + m.dp(76)), package=c.pkg, paint="row"
-        )
-        box.children = [
-            c.text(
-                (m.dp(24), y + m.dp(12), m.w - m.dp(24), y + m.dp(40)), value, "title", "android:id/title"
-            ),
-            c.text(
-                (m.dp(24), y + m.dp(40), m.w - m.dp(24), y + m.dp(64)),
-                f.label,
-                "summary",
-                "android:id/summary",
-            ),
-        ]
-        content.children.append(box)
-        y += m.dp(76)
-    return root, None, 0
-
-
-def _form_field(c: Ctx, f: FormField, y: int) -> tuple[View, int]:
-    """A text field (EditText with the label as hint), or a time/date row that opens its picker."""
-    m = c.m
-    value = shown_value(f, c.st.top.form)
-    if f.input in ("time", "date"):
-        box = clickable(
-            "android.widget.LinearLayout", (0, y, m.w, y + m.dp(76)), c.pkg, Tap("picker", f.key), paint="row"
-        )
-        box.children = [
-            c.text(
-                (m.dp(24), y + m.dp(12), m.w - m.dp(24), y + m.dp(40)),
-                value,
-                "title",
-                f"{c.pkg}:id/{f.key}_value",
-            ),
-            c.text(
-                (m.dp(24), y + m.dp(40), m.w - m.dp(24), y + m.dp(64)),
-                f.label,
-                "summary",
-                f"{c.pkg}:id/{f.key}_label",
-            ),
-        ]
-        return box, m.dp(80)
-    height = m.dp(120) if f.input == "multiline" else m.dp(64)
-    rect = (m.dp(24), y + m.dp(8), m.w - m.dp(24), y + height)
-    return field_view(c, rect, value, f.label, f.key, f"{c.pkg}:id/{f.key}"), height + m.dp(16)
-
-
-def form_window(c: Ctx) -> tuple[View, None, int]:
-    """An edit screen: Cancel (the up button), the title and Save in the bar, then one view per field."""
-    spec = c.screen.form
-    assert spec is not None
-    m = c.m
-    root, content = _root(c)
-    y = m.status_h
-    save = clickable(
-        "android.widget.Button",
-        (m.w - m.dp(112), y + m.dp(12), m.w - m.dp(16), y + m.dp(52)),
-        c.pkg,
-        Tap("form_save"),
-        paint="filled",
-        text=spec.save,
-        resource_id=f"{c.pkg}:id/save",
-    )
-    new = c.st.top.record is None
-    title = spec.add_title if new and spec.add_title else c.screen.title
-    content.children.append(_app_bar(c, title, "Cancel", save))
-    y += m.dp(80)
-    for f in spec.fields:
-        view, h = _form_field(c, f, y)
-        if y + h <= c.bottom:
-            content.children.append(view)
-        y += h
-    return root, None, 0
+    return window, lst, content_h
 
 
 def record_window(
