@@ -33,7 +33,9 @@ class Driver:
         found = [
             n
             for n in self.nodes()
-            if (not text or n.text == text) and (not desc or n.content_desc == desc) and (not rid or n.resource_id == rid)
+            if (not text or n.text == text)
+            and (not desc or n.content_desc == desc)
+            and (not rid or n.resource_id == rid)
         ]
         assert found, f"no node text={text!r} desc={desc!r} id={rid!r}; texts: {self.texts()}"
         return found[0]
