@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, model_validator
 
 # A template's placeholders: `{column}` or `{format(column, column)}` (formats in templates.py).
-PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)(\(([a-z0-9_, ]*)\))?\}")
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(\(([A-Za-z0-9_, ]*)\))?\}")
 
 
 class _Strict(BaseModel):
