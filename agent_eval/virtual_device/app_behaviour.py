@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from agent_eval.virtual_device.appdata import Value
+from agent_eval.virtual_device.appdata_schema import Value
 from agent_eval.virtual_device.record_source import DataContext
 
 

@@ -8,10 +8,10 @@ import datetime as dt
 import time
 from collections.abc import Mapping
 
+from agent_eval.virtual_device.appdata_schema import Value
 from agent_eval.virtual_device.screen_data import FormField, RecordForm
 from agent_eval.virtual_device.templates import clock_text
 
-Value = int | float | str | None
 DEFAULT_TIME = "08:00"
 # The phone's clock: the status bar shows 12:00 on 2026-01-01 (the date `ls` prints for every file). Time
 # still moves on from there while the phone runs, so two messages sent one after the other keep their order.

@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from agent_eval.virtual_device.appdata import AppDatabase, Value
+from agent_eval.virtual_device.appdata import AppDatabase
+from agent_eval.virtual_device.appdata_schema import Value
 from agent_eval.virtual_device.screen_data import RecordList
 from agent_eval.virtual_device.storage import Storage
 

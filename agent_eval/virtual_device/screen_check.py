@@ -68,7 +68,7 @@ def _list(ctx: DataContext, app: App, spec: RecordList, at: str, out: Problems) 
 
 
 def _screen_problems(ctx: DataContext, app: App, sid: str) -> Problems:
-    screen, out = app.screens[sid], []
+    screen, out = app.screens[sid], Problems()
     at = f"screens.{sid}"
     if screen.records is not None:
         cols = _list(ctx, app, screen.records, f"{at}.records", out)

@@ -6,7 +6,7 @@ The rest of Calendar is data (apps/calendar.yaml).
 from __future__ import annotations
 
 from agent_eval.virtual_device.app_behaviour import AppContext, DataOnly, register_behaviour
-from agent_eval.virtual_device.appdata import Value
+from agent_eval.virtual_device.appdata_schema import Value
 
 HOUR_MS = 3_600_000
 

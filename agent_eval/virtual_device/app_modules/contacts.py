@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from agent_eval.virtual_device.appdata import AppDatabase, Value
+from agent_eval.virtual_device.appdata import AppDatabase
+from agent_eval.virtual_device.appdata_schema import Value
 from agent_eval.virtual_device.record_source import DataContext, Record, register_source, sql_rows
 from agent_eval.virtual_device.screen_data import RecordList
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 
 from agent_eval.virtual_device.app_behaviour import AppContext, DataOnly, register_behaviour
-from agent_eval.virtual_device.appdata import Value
+from agent_eval.virtual_device.appdata_schema import Value
 from agent_eval.virtual_device.record_source import DataContext, Record, register_source
 from agent_eval.virtual_device.screen_data import RecordList
 from agent_eval.virtual_device.storage import PhoneError

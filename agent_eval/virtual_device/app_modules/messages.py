@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from agent_eval.virtual_device.appdata import Value
+from agent_eval.virtual_device.appdata_schema import Value
 from agent_eval.virtual_device.form_values import now_ms
 from agent_eval.virtual_device.record_source import DataContext, Record, TableSource, register_source
 from agent_eval.virtual_device.screen_data import RecordList
