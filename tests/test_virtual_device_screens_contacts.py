@@ -59,10 +59,8 @@ def test_add_a_contact_with_the_keyboard_and_save(d: Driver) -> None:
     d.tap("Name")
     assert "mInputShown=true" in d.sh("dumpsys input_method")
     xml = d.phone.dump()
-    assert (
-        'text="Name" resource-id="com.google.android.contacts:id/display_name" class="android.widget.EditText"'
-        in xml
-    )
+    field = f'text="Name" resource-id="{CONTACTS}:id/display_name" class="android.widget.EditText"'
+    assert field in xml
     assert 'focused="true"' in xml
     d.type("Eve Martin")
     d.tap("Phone")
