@@ -11,6 +11,7 @@ import pytest
 from agent_eval.virtual_device.apps import APPS_DIR, load_catalog
 from agent_eval.virtual_device.errors import PhoneConfigError
 from agent_eval.virtual_device.layout import layout
+from agent_eval.virtual_device.phone import Phone
 from agent_eval.virtual_device.state import Frame, PhoneState
 from agent_eval.virtual_device.uiautomator import dump_xml
 
@@ -42,11 +43,12 @@ def test_every_bound_key_has_a_default_and_every_screen_is_reachable() -> None:
 
 def test_every_screen_lays_out_and_dumps() -> None:
     catalog = load_catalog()
+    reads = Phone("emulator-5554", catalog=catalog).reads  # the apps' records, for the screens bound to them
     for app in catalog.apps.values():
         for sid in app.screens:
             state = PhoneState.fresh(catalog)
             state.tasks[app.package] = [Frame(sid)]
-            xml = dump_xml(layout(state, catalog))
+            xml = dump_xml(layout(state, catalog, data=reads))
             assert f'package="{app.package}"' in xml
             assert xml.endswith("</hierarchy>")
 
