@@ -5,6 +5,7 @@ small registry, by name; every record has a string key `_id`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -71,7 +72,8 @@ def list_sql(spec: RecordList) -> str:
 
 def sql_rows(db: AppDatabase, sql: str, params: Mapping[str, object]) -> list[Record]:
     """Rows of a SELECT with `:name` parameters (the reads screens make; the caller holds the lock)."""
-    cur = db.conn.execute(sql, dict(params))
+    # Every `:name` gets the parent record's value, NULL when the screen was opened without one.
+    cur = db.conn.execute(sql, {name: params.get(name) for name in re.findall(r":([A-Za-z_]\w*)", sql)})
     names = [d[0] for d in cur.description]
     return [{n: (str(v) if n == KEY else v) for n, v in zip(names, row, strict=True)} for row in cur]
 
