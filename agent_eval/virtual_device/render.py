@@ -247,8 +247,12 @@ class Painter:
         elif k == "fab":
             d.rounded_rectangle(r, radius=dp(16), fill=p.accent)
             cx, cy = _center(r)
-            d.line((cx - dp(10), cy, cx + dp(10), cy), fill=p.on_accent, width=dp(3))
-            if v.content_desc != "Send":
+            if v.resource_id.endswith(":id/send_message_button"):  # a paper plane: a triangle pointing right
+                d.polygon(
+                    [(cx - dp(9), cy - dp(9)), (cx + dp(10), cy), (cx - dp(9), cy + dp(9))], fill=p.on_accent
+                )
+            else:  # a plus
+                d.line((cx - dp(10), cy, cx + dp(10), cy), fill=p.on_accent, width=dp(3))
                 d.line((cx, cy - dp(10), cx, cy + dp(10)), fill=p.on_accent, width=dp(3))
         elif k in ("outlined", "filled"):
             radius = (r[3] - r[1]) // 2
