@@ -3,6 +3,6 @@
 Importing this package registers every one of them.
 """
 
-from agent_eval.virtual_device.app_modules import calendar, contacts, files, messages
+from agent_eval.virtual_device.app_modules import calendar, contacts, files, markor, messages
 
-__all__ = ["calendar", "contacts", "files", "messages"]
+__all__ = ["calendar", "contacts", "files", "markor", "messages"]
