@@ -104,9 +104,12 @@ def apply(ed: Editor, tap: Tap, x: int) -> bool:
 
 
 def long_press(ed: Editor, tap: Tap) -> None:
+    """A long press: a row's menu, or (on a text field) the field's focus."""
     if tap.kind == "record_menu":
         ed.st.keyboard_shown = False
         ed.st.dialog = Dialog("menu", 0, record=str(tap.arg))
+    elif tap.kind == "focus":
+        ed.st.top.focus, ed.st.keyboard_shown = str(tap.arg), True
 
 
 def _flip(ed: Editor, key: str) -> None:

@@ -51,7 +51,8 @@ class Ctx:
 
 
 def field_view(c: Ctx, rect: Rect, text: str, hint: str, focus: str, rid: str) -> View:
-    """An EditText: a tap gives it focus and brings the keyboard up; it shows its hint while empty."""
+    """An EditText: a tap gives it focus and brings the keyboard up; it shows its hint while empty. It is
+    long-clickable, as Android's are (a long press selects text; here it focuses the field too)."""
     focused = c.st.top.focus == focus and c.st.dialog is None
     return clickable(
         "android.widget.EditText",
@@ -63,6 +64,7 @@ def field_view(c: Ctx, rect: Rect, text: str, hint: str, focus: str, rid: str) -
         hint=hint,
         resource_id=rid,
         focused=focused,
+        long_tap=Tap("focus", focus),
     )
 
 
