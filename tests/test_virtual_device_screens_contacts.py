@@ -5,6 +5,7 @@ and in the UI dump; and a broken screen file fails at phone start with the file 
 from __future__ import annotations
 
 import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,12 @@ def test_the_list_shows_every_contact_sorted_with_its_number(d: Driver) -> None:
         n for n in d.nodes() if n.clickable and n.bounds[1] <= row.bounds[1] and n.bounds[3] >= row.bounds[3]
     ]
     assert parents, "a contact's row is clickable"
-    assert 'long-clickable="true"' in d.phone.dump()
+    rows = [
+        el
+        for el in ET.fromstring(d.phone.dump()).iter("node")
+        if el.get("class") == "android.widget.LinearLayout" and el.get("long-clickable") == "true"
+    ]
+    assert len(rows) == 6, "each contact's row has a long-press menu"
     assert d.node(desc="Create contact").cls == "android.widget.ImageButton"
 
 
