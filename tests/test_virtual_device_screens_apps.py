@@ -8,6 +8,15 @@ import datetime as dt
 import pytest
 from _screens import Driver
 
+from agent_eval.virtual_device.pickers import (
+    date_parts,
+    date_text,
+    neighbours,
+    set_typed,
+    step,
+    time_parts,
+    time_text,
+)
 from agent_eval.virtual_device.state import PhoneState
 
 CLOCK = "com.google.android.deskclock"
@@ -192,3 +201,21 @@ def test_a_snapshot_keeps_a_half_filled_form_and_an_open_picker(d: Driver) -> No
     assert restored.top.form["label"] == "Nap" and restored.top.record is None
     assert restored.dialog is not None and restored.dialog.kind == "time"
     assert restored.dialog.values == {"hour": "8", "minute": "00", "amPm": "AM"}
+
+
+def test_the_pickers_wheels_wrap_carry_and_refuse_what_is_not_a_value() -> None:
+    parts = time_parts("11:59")
+    step("time", "minute", parts, 1)
+    assert time_text(parts) == "12:00"  # 59 → 00 moves the hour on; 11 → 12 flips AM to PM
+    step("time", "amPm", parts, 1)
+    assert time_text(parts) == "12:00", "AM/PM does not wrap"
+    assert neighbours("time", "amPm", time_parts("07:00")) == ("", "PM")
+    day = date_parts("2026-12-31")
+    step("date", "day", day, 1)
+    assert date_text(day) == "2027-01-01"
+    jan31 = date_parts("2026-01-31")
+    step("date", "month", jan31, 1)
+    assert date_text(jan31) == "2026-02-28", "the day stays within the new month"
+    assert not set_typed("time", "minute", parts, "75") and parts["minute"] == "00"
+    assert set_typed("time", "hour", parts, "07") and parts["hour"] == "7"
+    assert set_typed("time", "amPm", parts, "a") and parts["amPm"] == "AM"

@@ -185,6 +185,7 @@ def _spinner(m: Metrics, pkg: str, d: Dialog, part: str, rect: Rect) -> View:
             text=after,
         ),
     ]
+    kids = [k for k in kids if k.text or k.cls == "android.widget.EditText"]  # AM/PM: no button past an end
     return View(
         cls="android.widget.NumberPicker",
         bounds=(x0, y0, x1, y0 + 3 * row),
