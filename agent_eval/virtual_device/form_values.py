@@ -5,22 +5,14 @@ how a field shows them, and back into column values on Save. Epoch-ms columns ar
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections.abc import Mapping
 
 from agent_eval.virtual_device.appdata_schema import Value
+from agent_eval.virtual_device.clock import now_ms
 from agent_eval.virtual_device.screen_data import FormField, RecordForm
 from agent_eval.virtual_device.templates import clock_text
 
 DEFAULT_TIME = "08:00"
-# The phone's clock: the status bar shows 12:00 on 2026-01-01 (the date `ls` prints for every file). Time
-# still moves on from there while the phone runs, so two messages sent one after the other keep their order.
-PHONE_EPOCH_MS = 1_767_268_800_000  # 2026-01-01 12:00 UTC
-_STARTED = time.monotonic()
-
-
-def now_ms() -> int:
-    return PHONE_EPOCH_MS + int((time.monotonic() - _STARTED) * 1000)
 
 
 def _utc(ms: object) -> dt.datetime:

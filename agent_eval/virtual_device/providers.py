@@ -6,12 +6,12 @@ Contacts, SMS and calendar as Android 14's providers answer them; `content.py` i
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from agent_eval.virtual_device.appdata import AppDatabase, AppStore, DataError
 from agent_eval.virtual_device.appdata_schema import IDENTIFIER, Value
+from agent_eval.virtual_device.clock import now_ms
 
 NAME = "vnd.android.cursor.item/name"
 PHONE = "vnd.android.cursor.item/phone_v2"
@@ -19,14 +19,6 @@ EMAIL = "vnd.android.cursor.item/email_v2"
 CONTACTS_DB = "com.android.providers.contacts"
 SMS_DB = "com.android.providers.telephony"
 CALENDAR_DB = "com.android.providers.calendar"
-# The phone's clock: 2026-01-01 12:00 UTC when the process started (the status bar's 12:00, the date every
-# file has), moving on in real time so that messages keep their order.
-PHONE_EPOCH_MS = 1_767_268_800_000
-_STARTED = time.monotonic()
-
-
-def now_ms() -> int:
-    return PHONE_EPOCH_MS + int((time.monotonic() - _STARTED) * 1000)
 
 
 class ProviderError(Exception):

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from agent_eval.virtual_device.app_behaviour import AppContext, behaviour
 from agent_eval.virtual_device.apps import App, Catalog, Screen
-from agent_eval.virtual_device.form_values import initial_form, now_ms, record_values
+from agent_eval.virtual_device.clock import now_ms
+from agent_eval.virtual_device.form_values import initial_form, record_values
 from agent_eval.virtual_device.pickers import (
     SPINNERS,
     date_parts,

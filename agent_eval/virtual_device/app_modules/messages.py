@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 
 from agent_eval.virtual_device.appdata_schema import Value
-from agent_eval.virtual_device.form_values import now_ms
+from agent_eval.virtual_device.clock import now_ms
 from agent_eval.virtual_device.record_source import DataContext, Record, TableSource, register_source
 from agent_eval.virtual_device.screen_data import RecordList
 
