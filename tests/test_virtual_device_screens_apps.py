@@ -4,10 +4,12 @@ long presses, the time and date pickers' steppers), checked in the apps' databas
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 import pytest
 from _screens import Driver
 
+from agent_eval.virtual_device import clock
 from agent_eval.virtual_device.pickers import (
     date_parts,
     date_text,
@@ -27,7 +29,9 @@ MARKOR = "net.gsantner.markor"
 
 
 @pytest.fixture
-def d() -> Driver:
+def d(monkeypatch: pytest.MonkeyPatch) -> Driver:
+    # The phone's clock reads 12:00 when the test starts, however long the session has run before it.
+    monkeypatch.setattr(clock, "_STARTED", time.monotonic())
     return Driver()
 
 
