@@ -112,6 +112,9 @@ class BuildManifest(StrictModel):
     accepts_images: bool = False
     agent: str | None = Field(None, description="The agent that played the build; None: the default agent.")
     rung: RungInfo | None = Field(None, description="Its quantization-ladder rung, if it was prepared here.")
+    role: str = Field(
+        "rung", description="rung (a quantization level) or baseline (never topped up, no rung)."
+    )
 
 
 class EpisodeRecord(StrictModel):

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from agent_eval.scoring.build_score import BuildScore, LatencyPerStep, OutcomeCounts, Rate, TaskScore
 from agent_eval.scoring.fidelity_fields import FidelityRow
 from agent_eval.scoring.ladder import Ladder, LadderRung
+from agent_eval.scoring.recognition import RecognitionGap
 from agent_eval.scoring.regression import BuildComparison, MetricComparison, Regression, TaskComparison
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.scoring.splits import SplitScore
@@ -25,6 +26,7 @@ MODELS: tuple[type[BaseModel], ...] = (
     Regression,
     BuildComparison,
     MetricComparison,
+    RecognitionGap,
     TaskComparison,
     SplitScore,
     FidelityRow,

@@ -163,6 +163,12 @@ class Build(StrictModel):
         description="/proc/cpuinfo flags the engine needs for the scheme (amx_int8 ...).",
     )
     note: str = Field("", description="Shown when the build is skipped, and in `builds list`.")
+    role: Literal["rung", "baseline"] = Field(
+        "rung",
+        description="rung: a quantization level, topped up until decided and drawn on the ladder; baseline: "
+        "a build to compare with that is no level (the untuned model), played on phase 1's seeds only and "
+        "left out of the ladder and its knee.",
+    )
     prepare: Recipe | None = Field(None, description="How `builds prepare` makes it; None: bring your own.")
     resources: dict[str, float] | None = Field(
         None,
@@ -230,6 +236,7 @@ class Build(StrictModel):
             sampling=self.sampling.model_dump(),
             accepts_images=self.accepts_images,
             agent=self.agent,
+            role=self.role,
             rung=rung_info(self.scheme, self.bits, self.prepare, path, weights_hash),
         )
 

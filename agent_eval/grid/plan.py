@@ -1,11 +1,11 @@
 """Planning a grid: the tasks and builds a spec names, the paired cells of each phase, and their order.
 
-Every build runs the same (task, seed) pairs; the adaptive top-up grows a discordant cell and its reference.
+Every build runs the same (task, seed) pairs; a top-up grows the cells of undecided builds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agent_eval.builds import Build, BuildSet, load_builds, unavailable_reason
@@ -14,7 +14,8 @@ from agent_eval.errors import ConfigError, TaskError
 from agent_eval.grid.spec import GridSpec, is_task_id, resolve_path
 from agent_eval.records import EpisodeRecord
 from agent_eval.runner.loop import Cell
-from agent_eval.scoring.adaptive import CellState, curtailment, next_seed_count, pairs_on_either_metric
+from agent_eval.scoring.regression import compare_builds
+from agent_eval.scoring.stats import DEFAULT_MARGIN, Verdict
 from agent_eval.task import Task, load_tasks
 
 CellKey = tuple[str, str]  # (build, task_id)
@@ -33,6 +34,11 @@ class GridBuilds:
     @property
     def names(self) -> list[str]:
         return [b.name for b in self.builds]
+
+    @property
+    def baselines(self) -> frozenset[str]:
+        """Builds that are no quantization level (role: baseline): played once, never topped up."""
+        return frozenset(b.name for b in self.builds if b.role == "baseline")
 
 
 def resolve_tasks(spec: GridSpec) -> list[Task]:
@@ -131,55 +137,45 @@ class TopUp:
     targets: dict[CellKey, int]
     grown: list[CellKey]
     notes: list[str]
+    undecided: list[str] = field(default_factory=list)  # builds with a verdict still INCONCLUSIVE
 
 
-def _pairs(
-    finished: Finished, build: str, reference: str, task_id: str, seeds: int, first_seed: int = 0
-) -> list[tuple[bool, bool]]:
-    """(reference, build) pairs on "navigation or success differ", for the seeds both have finished."""
-    ref, mine = [], []
-    for seed in seed_range(seeds, first_seed):
-        r, m = finished.get((reference, task_id, seed)), finished.get((build, task_id, seed))
-        if r is not None and m is not None:
-            ref.append((r.reached, r.success))
-            mine.append((m.reached, m.success))
-    return pairs_on_either_metric(ref, mine)
+def _scored(targets: Mapping[CellKey, int], finished: Finished, first_seed: int) -> list[EpisodeRecord]:
+    return [
+        finished[key]
+        for (build, task_id), count in targets.items()
+        for seed in seed_range(count, first_seed)
+        if (key := (build, task_id, seed)) in finished
+    ]
 
 
-def _decided(
-    finished: Finished,
-    build: str,
-    reference: str,
-    targets: Mapping[CellKey, int],
-    schedule: Sequence[int],
-    hypotheses: int,
-    first_seed: int = 0,
-) -> bool:
-    """Whether no pair the top-up could still add changes the build's pooled REGRESSION decision.
-
-    Only cells that would grow can add pairs (a concordant cell is finished), each up to the cap.
-    """
-    remaining = 0
-    counts = {"navigation": [0, 0], "success": [0, 0]}
-    for (b, task_id), n in targets.items():
+def _unfinished(
+    targets: Mapping[CellKey, int], finished: Finished, build: str, reference: str, first_seed: int
+) -> list[str]:
+    """Notes on the build's cells whose pairs are not all finished (infra errors on every attempt)."""
+    notes = []
+    for (b, task_id), count in sorted(targets.items()):
         if b != build:
             continue
-        if next_seed_count(_pairs(finished, build, reference, task_id, n, first_seed), schedule) > n:
-            remaining += max(schedule) - n
-        for seed in seed_range(n, first_seed):
-            r, m = finished.get((reference, task_id, seed)), finished.get((build, task_id, seed))
-            if r is None or m is None:
-                continue
-            for metric, (rv, mv) in (
-                ("navigation", (r.reached, m.reached)),
-                ("success", (r.success, m.success)),
-            ):
-                if rv and not mv:
-                    counts[metric][0] += 1
-                elif mv and not rv:
-                    counts[metric][1] += 1
-    states = [curtailment(b, c, remaining, hypotheses=hypotheses) for b, c in counts.values()]
-    return all(state is not CellState.OPEN for state in states)
+        paired = sum(
+            1
+            for seed in seed_range(count, first_seed)
+            if (reference, task_id, seed) in finished and (build, task_id, seed) in finished
+        )
+        if paired < count:
+            notes.append(f"{build} on {task_id}: {count - paired} of {count} pairs unfinished, not topped up")
+    return notes
+
+
+def _growth(targets: Mapping[CellKey, int], build: str, reference: str, level: int) -> dict[CellKey, int]:
+    """The cells that change when every cell of `build` (and its reference cell) grows to `level`."""
+    out: dict[CellKey, int] = {}
+    for (b, task_id), count in targets.items():
+        if b == build and count < level:
+            out[(build, task_id)] = level
+            if targets[(reference, task_id)] < level:
+                out[(reference, task_id)] = level
+    return out
 
 
 def top_up(
@@ -188,44 +184,53 @@ def top_up(
     reference: str,
     schedule: Sequence[int],
     *,
-    curtail: bool = False,
+    margin: float = DEFAULT_MARGIN,
+    baselines: Collection[str] = (),
+    budget: int | None = None,
     first_seed: int = 0,
 ) -> TopUp:
-    """Grow each (build ≠ reference, task) cell with a discordant pair to the schedule's next level.
+    """Grow every cell of each build whose verdict is still INCONCLUSIVE to the schedule's next level.
 
-    The reference's cell on that task grows with it, so the new seeds are paired too. A cell with
-    unfinished seeds (infra errors on every attempt) does not grow: its discordance is not known yet.
-    The rule reads only whether pairs disagree, never which build won, so the exact test keeps its size.
+    The verdicts are the scorecard's, judged at alpha / len(schedule) (sequential.look_alpha): growing a
+    build because it is undecided, in either direction, is a sequential design, and spending alpha over
+    the planned looks keeps REGRESSION and NON-INFERIOR at their error rates. The reference's cell on each
+    task grows with the build so the new seeds are paired. Baselines (builds that are not quantization
+    levels) never grow; neither does a build with unfinished pairs, nor one past the cap or the `budget`
+    (episodes the top-up may still add), each said in the notes.
     """
     new = dict(targets)
     grown: list[CellKey] = []
     notes: list[str] = []
-    builds = sorted({b for b, _ in targets if b != reference})
-    curtailed = (
-        {
-            b
-            for b in builds
-            if _decided(finished, b, reference, targets, schedule, 2 * len(builds), first_seed)
-        }
-        if curtail
-        else set()
+    regression = compare_builds(
+        _scored(targets, finished, first_seed), reference, margin, looks=max(len(schedule), 1)
     )
-    for (build, task_id), count in sorted(targets.items()):
-        if build == reference:
+    undecided = [
+        c.build
+        for c in regression.builds
+        if c.build not in baselines
+        and Verdict.INCONCLUSIVE in (c.navigation.verdict, c.success.verdict)
+        and any(b == c.build for b, _ in targets)
+    ]
+    left = budget
+    for build in undecided:
+        blocked = _unfinished(targets, finished, build, reference, first_seed)
+        if blocked:
+            notes += blocked
             continue
-        pairs = _pairs(finished, build, reference, task_id, count, first_seed)
-        if len(pairs) < count:
+        count = max(n for (b, _), n in targets.items() if b == build)
+        level = next((step for step in sorted(schedule) if step > count), None)
+        if level is None:
+            notes.append(f"{build}: still undecided at the cap of {count} seeds per task")
+            continue
+        change = _growth(new, build, reference, level)
+        cost = sum(n - new[key] for key, n in change.items())
+        if left is not None and cost > left:
             notes.append(
-                f"{build} on {task_id}: {count - len(pairs)} of {count} pairs unfinished, not topped up"
+                f"{build}: not topped up to {level} seeds, it needs {cost} episodes and the budget "
+                f"allows {left} more"
             )
             continue
-        wanted = next_seed_count(pairs, schedule)
-        if wanted <= count:
-            continue
-        if build in curtailed:
-            notes.append(f"{build} on {task_id}: not topped up, its REGRESSION decision is settled")
-            continue
-        new[(build, task_id)] = wanted
-        new[(reference, task_id)] = max(new[(reference, task_id)], wanted)
-        grown.append((build, task_id))
-    return TopUp(targets=new, grown=grown, notes=notes)
+        left = None if left is None else left - cost
+        new.update(change)
+        grown += sorted(key for key in change if key[0] == build)
+    return TopUp(targets=new, grown=grown, notes=notes, undecided=undecided)

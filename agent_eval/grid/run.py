@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -126,6 +127,7 @@ def _config(spec: GridSpec, reference: str) -> dict[str, Any]:
         "margin": spec.margin,
         "seeds": spec.seeds,
         "devices": spec.devices,
+        "looks": len(spec.schedule),  # the verdicts' alpha is spent over these (scoring/sequential.py)
     }
 
 
@@ -195,6 +197,7 @@ class _Grid:
         names = self.builds.names
         targets = initial_targets(self.tasks, names, self.spec.seeds)
         schedule = self.spec.schedule
+        started, before = time.monotonic(), len(self.store.finished())
         while True:
             self.show_plan(targets)
             self.result.phases = self.progress.phase
@@ -203,12 +206,15 @@ class _Grid:
             self.play(cells_for(targets, self.tasks, names, side_by_side=side_by_side, first_seed=first))
             if len(schedule) < 2 or not self.devices:
                 return
+            played = len(self.store.finished()) - before
             step = top_up(
                 targets,
                 self.store.finished(),
                 self.builds.reference,
                 schedule,
-                curtail=self.spec.adaptive.curtail,
+                margin=self.spec.margin,
+                baselines=self.builds.baselines,
+                budget=self._budget(targets, played, time.monotonic() - started),
                 first_seed=self.spec.first_seed,
             )
             for note in step.notes:
@@ -218,8 +224,21 @@ class _Grid:
                 return
             targets = step.targets
             self.progress.phase += 1
-            grown = ", ".join(f"{b}/{t}→{targets[(b, t)]}" for b, t in step.grown)
-            self.progress.say(f"[bold]phase {self.progress.phase}[/]: top-up of discordant cells {grown}")
+            grown = ", ".join(sorted({f"{b}→{targets[(b, t)]}" for b, t in step.grown}))
+            self.progress.say(f"[bold]phase {self.progress.phase}[/]: top-up of undecided builds {grown}")
+
+    def _budget(self, targets: dict[CellKey, int], played: int, elapsed_s: float) -> int | None:
+        """Episodes the next top-up may add: what the episode budget has left, and what the minutes left
+        allow at this session's pace so far (engine starts included); None: no limit."""
+        adaptive, limits = self.spec.adaptive, []
+        if adaptive.budget_episodes is not None:
+            phase_one = len(targets) * self.spec.seeds
+            limits.append(max(adaptive.budget_episodes - (sum(targets.values()) - phase_one), 0))
+        if adaptive.budget_minutes is not None:
+            left_s = adaptive.budget_minutes * 60 - elapsed_s
+            pace = played / elapsed_s if played and elapsed_s > 0 else 0.0
+            limits.append(max(int(left_s * pace), 0))
+        return min(limits) if limits else None
 
     def play(self, cells: Sequence[Cell]) -> None:
         """Run a phase's cells: the builds with something left to do, one engine at a time or all at once."""

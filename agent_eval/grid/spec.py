@@ -24,17 +24,23 @@ Serving = Literal["one-at-a-time", "side-by-side"]
 
 
 class Adaptive(StrictModel):
-    """Top-up after phase 1: a (task, build) cell that disagrees with the reference gets more paired seeds."""
+    """Top-up after each phase: every cell of a build whose verdict is still INCONCLUSIVE gets more seeds."""
 
-    enabled: bool = Field(True, description="Top up discordant cells after phase 1.")
+    enabled: bool = Field(True, description="Top up undecided builds after each phase.")
     schedule: list[int] = Field(
         default_factory=lambda: [10, 20, 30],
-        description="Seed counts a discordant cell grows to, one level per phase; the last is the cap.",
+        description="Seed counts an undecided build's cells grow to, one level a phase; the last: the cap.",
     )
-    curtail: bool = Field(
-        False,
-        description="Stop topping up a build once no planned pair can change its REGRESSION decision "
-        "(saves episodes, costs NON-INFERIOR power).",
+    budget_episodes: int | None = Field(
+        None,
+        ge=0,
+        description="Episodes the top-up phases may add in all (beyond phase 1); default: no limit.",
+    )
+    budget_minutes: float | None = Field(
+        None,
+        gt=0,
+        description="Wall minutes a grid session may take: no top-up phase starts that the pace so far says "
+        "would end past it; default: no limit.",
     )
 
     @field_validator("schedule")

@@ -19,6 +19,7 @@ from agent_eval.report.ladder_plot import ladder_figures
 from agent_eval.report.manifests import builds_table
 from agent_eval.report.page_assets import SCRIPT, STYLE
 from agent_eval.report.plots import Interval, Part, grouped_bars, rates_chart, stacked_bars
+from agent_eval.report.recognition_section import recognition_html
 from agent_eval.report.tables import (
     OUTCOME_NAMES,
     drill_down_table,
@@ -187,6 +188,7 @@ def render_report(
         scorecard_table(card),
         "<h2>Regression against the reference</h2>",
         regression_table(card),
+        recognition_html(card),
         "<h2>Plots</h2>",
         f'<div class="plots">{_plots(card)}</div>',
         "<h2>Outcomes</h2>",

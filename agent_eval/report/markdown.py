@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent_eval.report.ladder_tables import ladder_tables
+from agent_eval.report.recognition_section import recognition_table
 from agent_eval.report.text import MISSING, TextTable, number, p_value, rate_text, signed
 from agent_eval.scoring.build_score import BuildScore, OutcomeCounts
 from agent_eval.scoring.fidelity_fields import FidelityRow
@@ -265,7 +266,12 @@ def render_markdown(card: Scorecard) -> str:
         parts += ["## Verdicts", "", *(f"- {s}" for s in said), ""]
     if card.notes:
         parts += ["## Notes", "", *(f"- {n}" for n in card.notes), ""]
-    tables = [*scorecard_tables(card, drill_down=True), *ladder_tables(card), fidelity_table(card.fidelity)]
+    tables = [
+        *scorecard_tables(card, drill_down=True),
+        recognition_table(card),
+        *ladder_tables(card),
+        fidelity_table(card.fidelity),
+    ]
     parts += [markdown_table(t) + "\n" for t in tables if t is not None]
     parts += split_table(card.splits)
     parts.append(

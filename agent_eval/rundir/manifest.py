@@ -146,6 +146,7 @@ class RunSettings:
     run_id: str
     reference: str | None = None
     margin: float | None = None
+    looks: int = 1  # looks a grid planned at its verdicts (alpha is spent over them); 1 for older runs
 
 
 def _find(manifest: dict[str, Any], key: str) -> Any:
@@ -187,6 +188,10 @@ def read_run_settings(run_dir: Path) -> RunSettings:
     except (TypeError, ValueError):
         raise RunStoreError(f"{path}: margin should be a number, got {margin!r}") from None
     run_id = manifest.get("run_id")
+    looks = _find(manifest, "looks")
     return RunSettings(
-        run_id=run_id if isinstance(run_id, str) else run_dir.name, reference=reference, margin=margin_value
+        run_id=run_id if isinstance(run_id, str) else run_dir.name,
+        reference=reference,
+        margin=margin_value,
+        looks=looks if isinstance(looks, int) and looks >= 1 else 1,
     )

@@ -88,10 +88,11 @@ def build_ladder(
         return None
     comparisons = {c.build: c for c in regression.builds}
     rungs: list[LadderRung] = []
+    baselines = {e.build for e in episodes if e.build_manifest and e.build_manifest.role == "baseline"}
     for score in scores:
         info = _rung_of(score.build, episodes)
-        if info is None and not score.reference:
-            continue
+        if (info is None or score.build in baselines) and not score.reference:
+            continue  # a baseline (the untuned model, say) is compared, but it is no level of the ladder
         rungs.append(_rung(score, info, comparisons.get(score.build), read_ceiling_gbs))
     if not any(r.navigation_delta is not None for r in rungs):
         return None

@@ -12,6 +12,8 @@ from pydantic import Field
 
 from agent_eval.records import EpisodeRecord, StrictModel
 from agent_eval.scoring.adaptive import e_value
+from agent_eval.scoring.recognition import RecognitionGap, recognition_gap
+from agent_eval.scoring.sequential import look_alpha
 from agent_eval.scoring.stats import (
     ALPHA,
     DEFAULT_MARGIN,
@@ -52,7 +54,10 @@ class MetricComparison(StrictModel):
         "pairs show no variation to estimate it from (drop_upper is then an exact Clopper–Pearson bound)."
     )
     high: float | None = Field(description="Upper end of Δ's 95% interval.")
-    drop_upper: float = Field(description="One-sided 95% upper bound of the drop (reference − build).")
+    drop_upper: float = Field(
+        description="One-sided upper bound of the drop (reference − build) at 1 − alpha / looks (95% with "
+        "one look)."
+    )
     df: int | None = Field(description="Degrees of freedom of the interval; null when it is an exact bound.")
     p: float = Field(description="Exact one-sided McNemar p that the build is worse.")
     p_holm: float = Field(description="p adjusted by Holm over all builds × {navigation, success}.")
@@ -98,6 +103,9 @@ class BuildComparison(StrictModel):
     success: MetricComparison = Field(description="Success: P(said done while the goal held, and kept it).")
     per_task: list[TaskComparison] = Field(description="Drill-down by task and metric (exploratory).")
     sentence: str = Field(description="The verdict in one plain sentence.")
+    recognition: RecognitionGap | None = Field(
+        None, description="Completion-recognition drop against navigation drop, paired; null: no pairs."
+    )
 
 
 class Regression(StrictModel):
@@ -106,6 +114,11 @@ class Regression(StrictModel):
     reference: str = Field(description="The reference build.")
     margin: float = Field(description="Non-inferiority margin δ: the largest drop that does not matter.")
     alpha: float = Field(description="Family-wise error rate of the REGRESSION verdicts.")
+    looks: int = Field(
+        1,
+        description="Looks the grid planned at its verdicts (phase 1 and each top-up level); each verdict "
+        "is judged at alpha / looks so a grid that grows undecided builds keeps its error rates.",
+    )
     builds: list[BuildComparison] = Field(
         description="One entry per non-reference build, by bits per weight."
     )
@@ -131,11 +144,14 @@ def _compare(
     build: Mapping[PairKey, EpisodeRecord],
     metric: Metric,
     margin: float,
+    level: float,
 ) -> MetricComparison:
     differences, tasks, outcomes = _pair_values(reference, build, metric)
     b, c = discordant(outcomes)
     n = len(outcomes)
     effect = paired_effect(differences, tasks)
+    # The shown interval stays at 95%; the bound the verdict reads is at the look's level.
+    bound = effect if level == ALPHA else paired_effect(differences, tasks, confidence=1 - level)
     reference_rate = sum(r for r, _ in outcomes) / n if n else None
     return MetricComparison(
         metric=metric,
@@ -147,7 +163,7 @@ def _compare(
         delta=effect.delta,
         low=effect.interval.low if effect.interval else None,
         high=effect.interval.high if effect.interval else None,
-        drop_upper=effect.drop_upper,
+        drop_upper=bound.drop_upper,
         df=effect.df,
         p=mcnemar_p(b, c),
         p_holm=1.0,
@@ -222,9 +238,14 @@ def compare_builds(
     reference: str,
     margin: float = DEFAULT_MARGIN,
     alpha: float = ALPHA,
+    looks: int = 1,
 ) -> Regression:
     """Every other build against `reference`, from scored episodes (the last attempt of each seed, no infra
-    errors): the paired tests, Holm over builds × metrics, BH over the drill-down, verdicts and sentences."""
+    errors): the paired tests, Holm over builds × metrics, BH over the drill-down, verdicts and sentences.
+
+    `looks` is how many times the grid planned to look at the verdicts (sequential.look_alpha): each
+    verdict is judged at alpha / looks."""
+    level = look_alpha(alpha, looks)
     by_build: dict[str, dict[PairKey, EpisodeRecord]] = {}
     bits: dict[str, float | None] = {}
     for episode in scored:
@@ -242,8 +263,8 @@ def compare_builds(
                 build=name,
                 bits_per_weight=bits.get(name),
                 unpaired=len(set(mine) - set(reference_pairs)),
-                navigation=_compare(reference_pairs, mine, "navigation", margin),
-                success=_compare(reference_pairs, mine, "success", margin),
+                navigation=_compare(reference_pairs, mine, "navigation", margin, level),
+                success=_compare(reference_pairs, mine, "success", margin, level),
                 per_task=_drill_down(reference_pairs, mine),
                 sentence="",
             )
@@ -252,10 +273,18 @@ def compare_builds(
     primary = [m for comp in comparisons for m in (comp.navigation, comp.success)]
     for m, adjusted in zip(primary, holm([m.p for m in primary], alpha), strict=True):
         m.p_holm = adjusted
-        m.verdict = verdict(adjusted, m.drop_upper, margin, alpha) if m.pairs else Verdict.INCONCLUSIVE
+        m.verdict = verdict(adjusted, m.drop_upper, margin, level) if m.pairs else Verdict.INCONCLUSIVE
     rows = [row for comp in comparisons for row in comp.per_task]
     for row, adjusted in zip(rows, benjamini_hochberg([r.p for r in rows], alpha), strict=True):
         row.p_bh = adjusted
     for comp in comparisons:
         comp.sentence = sentence(comp, margin)
-    return Regression(reference=reference, margin=margin, alpha=alpha, builds=comparisons)
+        comp.recognition = recognition_gap(
+            reference_pairs,
+            by_build[comp.build],
+            name=comp.build,
+            navigation=comp.navigation.verdict,
+            margin=margin,
+            level=level,
+        )
+    return Regression(reference=reference, margin=margin, alpha=alpha, looks=looks, builds=comparisons)

@@ -122,6 +122,7 @@ def score_episodes(
     notes: Sequence[str] = (),
     task_splits: Mapping[str, str] | None = None,
     read_ceiling_gbs: float | None = None,
+    looks: int = 1,
 ) -> Scorecard:
     """The scorecard from every episode record of a run (all attempts; only the last of each seed counts)."""
     if not 0 < margin < 1:
@@ -154,7 +155,7 @@ def score_episodes(
 
     regression = None
     if reference is not None and len(by_build) > 1:
-        regression = compare_builds(scored, reference, margin, alpha)
+        regression = compare_builds(scored, reference, margin, alpha, looks=looks)
     return Scorecard(
         run_id=run_id,
         reference=reference,
@@ -190,6 +191,7 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         notes=notes,
         task_splits=read_task_splits(run_dir),
         read_ceiling_gbs=read_ceiling(run_dir),
+        looks=settings.looks,
     )
     card.fidelity = read_fidelity_rows(run_dir)
     return card
