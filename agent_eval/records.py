@@ -71,6 +71,9 @@ class StepRecord(StrictModel):
     completion_tokens: int = 0
     latency: StepLatency = Field(default_factory=StepLatency)
     goal_after: bool = Field(False, description="Goal state evaluated after this step's action.")
+    model_started_at: float | None = Field(
+        None, description="Unix time the model call began (it took latency.model_s); None in older runs."
+    )
 
 
 class RungInfo(StrictModel):

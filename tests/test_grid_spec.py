@@ -23,7 +23,7 @@ def write(path: Path, data: object) -> Path:
 def test_the_default_grid_file_loads_with_the_documented_defaults() -> None:
     spec = load_grid(REPO / "grids" / "default.yaml")
     assert spec.reference == "bf16" and spec.seeds == 5 and spec.margin == pytest.approx(0.10)
-    assert spec.adaptive.enabled and spec.schedule == [5, 10, 20]
+    assert spec.adaptive.enabled and spec.schedule == [5, 20] and spec.adaptive.budget_minutes == 22
     assert spec.serving == "one-at-a-time"
     assert resolve_path(spec.run_dir or "", spec.base).resolve() == REPO / "runs" / "default-grid"
     tasks = resolve_tasks(spec)

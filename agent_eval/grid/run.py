@@ -369,11 +369,15 @@ def _session(
         )
         with GridProgress(console, builds.names, bars=bars) as progress:
             grid = _Grid(spec, tasks, builds, store, engines, progress, result)
-            if devices is not None:
-                grid.run(list(devices))
-            else:
-                with _phones(spec, cluster, progress.say) as started:
-                    grid.run(started)
+            try:
+                if devices is not None:
+                    grid.run(list(devices))
+                else:
+                    with _phones(spec, cluster, progress.say) as started:
+                        grid.run(started)
+            finally:
+                if isinstance(engines, Engines):
+                    engines.close()  # the engines kept resident between phases
     finally:
         store.close()
 

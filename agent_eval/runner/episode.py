@@ -176,6 +176,19 @@ def _look(device: EpisodeDevice, instance: TaskInstance, tally: _Tally, lat: Ste
     return observation
 
 
+def _context(
+    instance: TaskInstance, step: int, observation: Observation, history: list[PastStep]
+) -> StepContext:
+    return StepContext(
+        goal=instance.goal,
+        step=step,
+        max_steps=instance.task.max_steps,
+        observation=observation,
+        history=tuple(history),
+        seed=instance.seed,
+    )
+
+
 def _play(
     device: EpisodeDevice,
     instance: TaskInstance,
@@ -193,17 +206,12 @@ def _play(
             lat = StepLatency(observe_s=first_observe_s, check_s=first_check_s)
             first_observe_s = first_check_s = 0.0
             step_start = time.perf_counter() - lat.observe_s - lat.check_s
-            context = StepContext(
-                goal=instance.goal,
-                step=step,
-                max_steps=instance.task.max_steps,
-                observation=observation,
-                history=tuple(history),
-                seed=instance.seed,
-            )
+            context = _context(instance, step, observation, history)
+            asked_at = time.time()  # wall clock: phones' calls are laid side by side for engine busy
             decision = policy.decide(context)
             lat.model_s = decision.model_s
             record = _step_record(step, episode_dir, observation, decision)
+            record.model_started_at = asked_at
             tally.steps = step
             tally.count_tokens(decision)
             action = decision.action
