@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agent_eval.scoring.build_score import BuildScore, LatencyPerStep, OutcomeCounts, Rate, TaskScore
+from agent_eval.scoring.engine_busy import EngineBusy
 from agent_eval.scoring.fidelity_fields import FidelityRow
 from agent_eval.scoring.ladder import Ladder, LadderRung
 from agent_eval.scoring.recognition import RecognitionGap
@@ -32,6 +33,7 @@ MODELS: tuple[type[BaseModel], ...] = (
     FidelityRow,
     Ladder,
     LadderRung,
+    EngineBusy,
 )
 
 

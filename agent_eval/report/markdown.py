@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from agent_eval.report.busy_table import busy_table
 from agent_eval.report.ladder_tables import ladder_tables
 from agent_eval.report.recognition_section import recognition_table
 from agent_eval.report.text import MISSING, TextTable, number, p_value, rate_text, signed
@@ -269,6 +270,7 @@ def render_markdown(card: Scorecard) -> str:
     tables = [
         *scorecard_tables(card, drill_down=True),
         recognition_table(card),
+        busy_table(card),
         *ladder_tables(card),
         fidelity_table(card.fidelity),
     ]

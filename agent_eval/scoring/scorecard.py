@@ -20,10 +20,12 @@ from agent_eval.rundir import (
     read_engines,
     read_episodes,
     read_run_settings,
+    read_steps,
     settle_attempts,
 )
 from agent_eval.rundir.bandwidth import read_ceiling
 from agent_eval.scoring.build_score import BuildScore, build_score
+from agent_eval.scoring.engine_busy import EngineBusy, engine_busy, seed_levels
 from agent_eval.scoring.fidelity_fields import FidelityRow, read_fidelity_rows
 from agent_eval.scoring.ladder import Ladder, build_ladder
 from agent_eval.scoring.regression import Regression, bits_order, compare_builds
@@ -64,6 +66,9 @@ class Scorecard(StrictModel):
     )
     ladder: Ladder | None = Field(
         None, description="The quantization ladder and its knee; null without rungs (docs/builds.md)."
+    )
+    engine_busy: list[EngineBusy] | None = Field(
+        None, description="Per build and phase, how busy its engine was and why it idled; null: not read."
     )
 
 
@@ -194,4 +199,12 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         looks=settings.looks,
     )
     card.fidelity = read_fidelity_rows(run_dir)
+    first_seed, levels = seed_levels(run_dir)
+    card.engine_busy = engine_busy(
+        list(settle_attempts(episodes).scored.values()),
+        lambda episode: read_steps(run_dir, episode),
+        read_engines(run_dir),
+        first_seed,
+        levels,
+    )
     return card
