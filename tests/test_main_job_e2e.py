@@ -1,4 +1,4 @@
-"""The README's main job, end to end: `agent-eval run tasks/wifi_on.yaml --seeds 2` with no build options.
+"""The main job in short (one task, 2 seeds), end to end: `agent-eval run tasks/wifi_on.yaml --seeds 2`.
 
 It prepares what is missing, serves every default vLLM build this host can run on the real engine, plays the
 same (task, seed) pairs on a virtual phone it starts itself, and leaves a scored run directory behind.
