@@ -248,6 +248,7 @@ def _hand_probe(build: str, episode: EpisodeRecord, *, logprob: float, agrees: b
 
 def test_power_counts_the_episodes_each_verdict_needed(tmp_path: Path) -> None:
     from agent_eval.fidelity.power import POWER_FILE, _at_budget, _read_inputs, power_study, write_power
+    from agent_eval.fidelity.time_to_flag import episode_wall_s
 
     write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16", "bad", "same"), tasks=("wifi_on",), seeds=12))
     lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
@@ -288,6 +289,11 @@ def test_power_counts_the_episodes_each_verdict_needed(tmp_path: Path) -> None:
         "fidelity": 3,
     }
     assert study.units == 12 and study.probed_units == 12 and not study.meets_target  # 2/7 > 1/5
+    # Time to flag: 7 pairs of episodes against 2 reference episodes and 2 probes, on one phone.
+    reference_s = episode_wall_s(inputs.scored, "bf16")
+    assert reference_s is not None and rows["bad"].episodes_wall_s is not None
+    assert rows["bad"].fidelity_wall_s == pytest.approx(2 * reference_s)  # hand probes took 0 s
+    assert rows["same"].episodes_wall_s is None and rows["same"].fidelity_wall_s is None
     write_power(tmp_path, study)
     assert json.loads((tmp_path / POWER_FILE).read_text())["rows"][0]["build"] == "bad"
 

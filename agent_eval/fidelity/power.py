@@ -30,6 +30,7 @@ from agent_eval.errors import RunStoreError
 from agent_eval.fidelity.probe import StepProbe
 from agent_eval.fidelity.result import BuildFidelity, build_fidelity, harmful_p_values, judge
 from agent_eval.fidelity.run import FIDELITY_DIR, probed_builds, read_probes, write_json_record
+from agent_eval.fidelity.time_to_flag import episode_wall_s, phones, probe_s, time_to_flag
 from agent_eval.records import EpisodeRecord, StrictModel
 from agent_eval.rundir import read_episodes, read_run_settings, settle_attempts
 from agent_eval.scoring.regression import compare_builds
@@ -68,6 +69,12 @@ class PowerRow(StrictModel):
         None,
         description="Share of those sets where some tested metric is harmful at unadjusted p < 0.05 "
         "(no Holm): how far the budget is from any clustered test, not just from the correction.",
+    )
+    episodes_wall_s: float | None = Field(
+        None, description="Wall seconds the episodes needed to flag it (fidelity/time_to_flag.py)."
+    )
+    fidelity_wall_s: float | None = Field(
+        None, description="Wall seconds fidelity needed: the reference's episodes it reads, then the probes."
     )
 
 
@@ -277,6 +284,7 @@ def power_study(
             r.flagged_at_budget, r.any_p05_at_budget = _at_budget(
                 inputs, r.build, r.budget_episodes, orders, rng
             )
+    _timed(run_dir, inputs, flagged)
     meets = bool(flagged) and all(
         r.fidelity_flag and r.ratio is not None and r.ratio <= TARGET_RATIO for r in flagged
     )
@@ -291,8 +299,27 @@ def power_study(
     )
 
 
+def _timed(run_dir: Path, inputs: _Inputs, rows: list[PowerRow]) -> None:
+    """Each flagged row's time to flag, from the run's episode walls and the build's probe times."""
+    at_once, reference_s = phones(run_dir), episode_wall_s(inputs.scored, inputs.reference)
+    for r in rows:
+        r.episodes_wall_s, r.fidelity_wall_s = time_to_flag(
+            r.episodes_needed,
+            r.fidelity_episodes_needed,
+            r.fidelity_steps_needed,
+            build_episode_s=episode_wall_s(inputs.scored, r.build),
+            reference_episode_s=reference_s,
+            step_probe_s=probe_s(inputs.probes.get(r.build, [])),
+            at_once=at_once,
+        )
+
+
 def _num(x: float | None) -> str:
     return "–" if x is None else f"{x:g}"
+
+
+def _seconds(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0f}"
 
 
 def _share(x: float | None) -> str:
@@ -302,9 +329,10 @@ def _share(x: float | None) -> str:
 def power_markdown(study: PowerStudy) -> str:
     head = (
         "| build | episodes flag | fidelity flags | episodes needed | fidelity: episodes | fidelity: steps "
-        "| ratio | budget (1/5) | flags at budget | any p < 0.05 at budget |"
+        "| ratio | budget (1/5) | flags at budget | any p < 0.05 at budget | episodes' time s "
+        "| fidelity's time s |"
     )
-    rows = [head, "|" + "---|" * 10]
+    rows = [head, "|" + "---|" * 12]
     for r in study.rows:
         ratio = "–" if r.ratio is None else f"{r.ratio:.2f}"
         rows.append(
@@ -312,7 +340,8 @@ def power_markdown(study: PowerStudy) -> str:
             f"| {'WORSE' if r.fidelity_flag else 'no'} "
             f"| {_num(r.episodes_needed)} | {_num(r.fidelity_episodes_needed)} | "
             f"{_num(r.fidelity_steps_needed)} | {ratio} | {_num(r.budget_episodes)} "
-            f"| {_share(r.flagged_at_budget)} | {_share(r.any_p05_at_budget)} |"
+            f"| {_share(r.flagged_at_budget)} | {_share(r.any_p05_at_budget)} "
+            f"| {_seconds(r.episodes_wall_s)} | {_seconds(r.fidelity_wall_s)} |"
         )
     intro = (
         f"Power on {study.run_id}: medians over {study.orders} random orders of the reference's "
