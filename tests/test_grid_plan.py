@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent_eval.grid.plan import CellKey, cells_for, initial_targets, top_up
+from agent_eval.grid.plan import Budget, CellKey, cells_for, initial_targets, top_up
 from agent_eval.records import EpisodeRecord, Outcome
 from agent_eval.task import Task, load_tasks
 
@@ -103,10 +103,18 @@ def test_the_budget_grows_what_it_can_pay_for_and_says_what_it_cannot() -> None:
     targets = initial_targets(TASKS, BUILDS, 5)
     done = finished(targets)
     # Growing `a` to 10 costs 10 of its episodes and 10 of the reference's; `b` then costs only its own 10.
-    step = top_up(targets, done, "ref", [5, 10], budget=25)
+    step = top_up(targets, done, "ref", [5, 10], budget=Budget(episodes=25))
     assert {b for b, _ in step.grown} == {"a"}
     assert step.notes == ["b: not topped up to 10 seeds, it needs 10 episodes and the budget allows 5 more"]
-    assert top_up(targets, done, "ref", [5, 10], budget=30).targets == {key: 10 for key in targets}
+    assert top_up(targets, done, "ref", [5, 10], budget=Budget(episodes=30)).targets == {
+        k: 10 for k in targets
+    }
+    # In time, each build at its own pace: ref 1 s and a 2 s an episode (30 s for a's growth), b unknown
+    # (priced at the slowest pace seen, 2 s: 20 s more). 45 s pay for a, not for b.
+    pace = {"ref": 1.0, "a": 2.0}
+    step = top_up(targets, done, "ref", [5, 10], budget=Budget(seconds=45.0, per_episode_s=pace))
+    assert {b for b, _ in step.grown} == {"a"}
+    assert step.notes == ["b: not topped up to 10 seeds, it needs ~0.3 min and the budget has 0.2 min left"]
 
 
 def test_a_grid_from_another_first_seed_plays_and_pairs_only_its_own_range() -> None:

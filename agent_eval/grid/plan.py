@@ -178,6 +178,36 @@ def _growth(targets: Mapping[CellKey, int], build: str, reference: str, level: i
     return out
 
 
+@dataclass(frozen=True)
+class Budget:
+    """What the top-up may still spend: episodes, and wall seconds at each build's pace (None: no limit)."""
+
+    episodes: int | None = None
+    seconds: float | None = None
+    per_episode_s: Mapping[str, float] = field(default_factory=dict)  # a build's grid seconds per episode
+
+    def cost_s(self, change: Mapping[CellKey, int], before: Mapping[CellKey, int]) -> float:
+        known = list(self.per_episode_s.values())
+        fallback = max(known) if known else 0.0  # a build with no episodes yet: the slowest pace seen
+        return sum((n - before[key]) * self.per_episode_s.get(key[0], fallback) for key, n in change.items())
+
+    def refuses(self, episodes: int, seconds: float) -> str | None:
+        """Why spending this would pass the budget, or None."""
+        if self.episodes is not None and episodes > self.episodes:
+            return f"it needs {episodes} episodes and the budget allows {self.episodes} more"
+        if self.seconds is not None and seconds > self.seconds:
+            left = max(self.seconds, 0) / 60
+            return f"it needs ~{seconds / 60:.1f} min and the budget has {left:.1f} min left"
+        return None
+
+    def spent(self, episodes: int, seconds: float) -> Budget:
+        return Budget(
+            None if self.episodes is None else self.episodes - episodes,
+            None if self.seconds is None else self.seconds - seconds,
+            self.per_episode_s,
+        )
+
+
 def top_up(
     targets: Mapping[CellKey, int],
     finished: Finished,
@@ -186,7 +216,7 @@ def top_up(
     *,
     margin: float = DEFAULT_MARGIN,
     baselines: Collection[str] = (),
-    budget: int | None = None,
+    budget: Budget | None = None,
     first_seed: int = 0,
 ) -> TopUp:
     """Grow every cell of each build whose verdict is still INCONCLUSIVE to the schedule's next level.
@@ -196,7 +226,7 @@ def top_up(
     the planned looks keeps REGRESSION and NON-INFERIOR at their error rates. The reference's cell on each
     task grows with the build so the new seeds are paired. Baselines (builds that are not quantization
     levels) never grow; neither does a build with unfinished pairs, nor one past the cap or the `budget`
-    (episodes the top-up may still add), each said in the notes.
+    (episodes and seconds the top-up may still spend), each said in the notes.
     """
     new = dict(targets)
     grown: list[CellKey] = []
@@ -211,7 +241,7 @@ def top_up(
         and Verdict.INCONCLUSIVE in (c.navigation.verdict, c.success.verdict)
         and any(b == c.build for b, _ in targets)
     ]
-    left = budget
+    left = budget or Budget()
     for build in undecided:
         blocked = _unfinished(targets, finished, build, reference, first_seed)
         if blocked:
@@ -224,13 +254,12 @@ def top_up(
             continue
         change = _growth(new, build, reference, level)
         cost = sum(n - new[key] for key, n in change.items())
-        if left is not None and cost > left:
-            notes.append(
-                f"{build}: not topped up to {level} seeds, it needs {cost} episodes and the budget "
-                f"allows {left} more"
-            )
+        seconds = left.cost_s(change, new)
+        why = left.refuses(cost, seconds)
+        if why is not None:
+            notes.append(f"{build}: not topped up to {level} seeds, {why}")
             continue
-        left = None if left is None else left - cost
+        left = left.spent(cost, seconds)
         new.update(change)
         grown += sorted(key for key in change if key[0] == build)
     return TopUp(targets=new, grown=grown, notes=notes, undecided=undecided)

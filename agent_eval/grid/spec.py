@@ -39,8 +39,8 @@ class Adaptive(StrictModel):
     budget_minutes: float | None = Field(
         None,
         gt=0,
-        description="Wall minutes a grid session may take: no top-up phase starts that the pace so far says "
-        "would end past it; default: no limit.",
+        description="Wall minutes a grid session may take: a build is topped up only if, at its own pace so "
+        "far, its growth fits in the minutes left; default: no limit.",
     )
 
     @field_validator("schedule")
