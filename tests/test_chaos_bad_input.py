@@ -232,7 +232,7 @@ def test_a_grid_build_whose_endpoint_answers_garbage_is_named_and_stops_the_grid
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "(last: junk airplane_mode_on seed" in done.stderr, done.stderr
     assert garbage.url in done.stderr and "not an OpenAI chat completion" in done.stderr
-    assert "run the same grid again" in done.stderr
+    assert "rerun the same command" in done.stderr
     # Two cells used their attempts, then the grid stopped instead of burning through the rest.
     lines = episodes(run_dir)
     assert lines and all(e["outcome"] == "infra_error" for e in lines) and len(lines) == 4

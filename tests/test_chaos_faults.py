@@ -220,7 +220,7 @@ def test_when_every_phone_dies_the_grid_stops_saying_so_and_a_rerun_finishes(
         out, err = harness.communicate(timeout=300)
     assert harness.returncode == 2, err
     lost = f"device(s) lost: {fleet.serials[0]}"
-    assert lost in err and "episode(s) not run" in err and "run the same grid again" in err, err
+    assert lost in err and "episode(s) not run" in err and "rerun the same command" in err, err
     assert "every device was lost" in out and (run_dir / "scorecard.json").is_file()
     assert (run_dir / "episodes.jsonl").read_bytes().startswith(before)
     # A new phone on the same port, the same command: the rest is played, nothing twice.

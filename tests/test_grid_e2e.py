@@ -291,7 +291,7 @@ def test_a_failing_engine_is_retried_counted_apart_and_the_rerun_finishes(
     assert broken.infra_attempts == 4 and len(broken.failed) == 2
     assert broken.outcomes == Counter({Outcome.SUCCESS: 2})
     assert "2 episode(s) failed every attempt" in broken.problems[0]
-    with pytest.raises(InfraError, match="run the same grid again"):
+    with pytest.raises(InfraError, match="rerun the same command"):
         broken.raise_for_problems()
     assert fixed.problems == [] and fixed.kept == 2 and sum(fixed.outcomes.values()) == 2
     lines = episodes(tmp_path / "run")

@@ -150,22 +150,15 @@ def test_junk_answers_are_counted_as_invalid_steps_not_failures(phone: str, tmp_
     assert second["action"]["element"] == 999 and second["invalid_reason"]
 
 
-def test_a_refused_endpoint_is_an_infra_error_with_a_clear_message(phone: str, tmp_path: Path) -> None:
+def test_a_refused_endpoint_is_named_before_anything_runs(phone: str, tmp_path: Path) -> None:
+    # The endpoint is the grid's one build: it is checked when served, before any episode starts.
     url = f"http://127.0.0.1:{free_port()}/v1"
     result = agent_eval_run(tmp_path / "run", url, phone, "--max-attempts", "2", seeds=3)
-    assert result.returncode == 2
-    assert "connection refused" in result.stderr and "rerun the same command" in result.stderr
-    # Two episodes in a row used up their attempts: the run stops instead of grinding through the rest.
-    assert "stopped after 2 episodes in a row failed 2 times" in result.stderr
-    assert "1 episode(s) not run" in result.stderr
-    recorded = episodes(tmp_path / "run")
-    assert [(e["seed"], e["attempt"], e["outcome"]) for e in recorded] == [
-        (0, 1, "infra_error"),
-        (0, 2, "infra_error"),
-        (1, 1, "infra_error"),
-        (1, 2, "infra_error"),
-    ]
-    assert url in recorded[0]["error"]
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "build 'endpoint'" in result.stderr and "does not answer" in result.stderr, result.stderr
+    assert url in result.stderr and "rerun the same command" in result.stderr
+    assert "3 episode(s) not run" in result.stderr
+    assert episodes(tmp_path / "run") == []
 
 
 @pytest.mark.parametrize(("fail", "message"), [("http500", "HTTP 500"), ("garbage", "not an OpenAI chat")])

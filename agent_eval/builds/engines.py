@@ -140,8 +140,9 @@ def endpoint_of(build: Build) -> Endpoint:
     return _endpoint(
         build,
         build.base_url.rstrip("/"),
-        api_key=os.environ.get("AGENT_EVAL_API_KEY", "EMPTY"),
-        structured_output=True,
+        api_key=os.environ.get(build.api_key_env, "EMPTY"),
+        structured_output=build.structured_output != "off",
+        json_object_schema=build.structured_output == "json_object",
     )
 
 
@@ -229,7 +230,9 @@ class EndpointKind:
         return endpoint_of(build)
 
     def manifest_mode(self, build: Build) -> str | None:
-        return None
+        # The schema's form changes what the model may answer; the default stays unrecorded as before.
+        form = build.structured_output
+        return None if form == "json_schema" else f"structured output {form}"
 
 
 for _kind in (VllmCpu(), LlamaCpp(), EndpointKind()):

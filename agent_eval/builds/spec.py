@@ -44,6 +44,8 @@ VLLM_REJECTS = {
     "('Quant type (uint8b128) not supported'); use w8a8 or w4a16",
 }
 
+StructuredOutput = Literal["json_schema", "json_object", "off"]
+
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 
@@ -147,6 +149,16 @@ class Build(StrictModel):
     pinning: Pinning = Field(default_factory=Pinning)
     sampling: Sampling = Field(default_factory=Sampling)
     accepts_images: bool = False
+    structured_output: StructuredOutput = Field(
+        "json_schema",
+        description="endpoint builds: how the action schema is sent (json_schema; json_object, llama.cpp's "
+        "form; off: no schema). Started engines use their own form.",
+    )
+    api_key_env: str = Field(
+        "AGENT_EVAL_API_KEY",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="endpoint builds: the environment variable holding the API key (unset: none sent).",
+    )
     agent: str | None = Field(
         None, description="The agent that plays it (prompt format and action schema); None: the default."
     )

@@ -1,18 +1,24 @@
 """`agent-eval run TASKS…|GRID`: a grid (every build served here) or, with --endpoint, one chat endpoint.
 
-The command only reads flags and hands over: the grid runs grids, `runner.endpoint_run` runs an endpoint.
+The command only reads flags and hands over to the grid; --endpoint makes a builds set of that one build.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 
+from agent_eval.builds.client import check_endpoint_url
+from agent_eval.builds.spec import BuildSet, parse_builds
+from agent_eval.device.backend import DeviceRequest, device_backend
 from agent_eval.errors import ConfigError
-from agent_eval.grid import is_grid_file, run_from_path
-from agent_eval.runner.endpoint_run import run_endpoint
+from agent_eval.grid import is_grid_file, run_from_path, run_grid, spec_from
 
 
 @click.command("run")
@@ -52,12 +58,22 @@ from agent_eval.runner.endpoint_run import run_endpoint
 )
 @click.option("--max-steps", type=click.IntRange(min=1), help="Override every task's step budget.")
 @click.option("--images/--no-images", default=False, show_default=True, help="Send the screenshot too.")
-@click.option("--no-structured-output", is_flag=True, help="Do not send a JSON schema with each request.")
 @click.option(
-    "--json-object", is_flag=True, help="llama.cpp style: response_format json_object with a schema."
+    "--no-structured-output", is_flag=True, help="Do not send a JSON schema (structured_output: off)."
+)
+@click.option(
+    "--json-object",
+    is_flag=True,
+    help="llama.cpp style: response_format json_object with a schema (structured_output: json_object).",
 )
 @click.option("--build-name", default="endpoint", show_default=True, help="Name of this build in the run.")
-@click.option("--api-key", default="EMPTY", show_default=True)
+@click.option(
+    "--api-key-env",
+    default="AGENT_EVAL_API_KEY",
+    show_default=True,
+    help="Environment variable holding the endpoint's API key (the build's api_key_env).",
+)
+@click.option("--api-key", help="The API key itself (kept in this process only; prefer --api-key-env).")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=96, show_default=True)
 @click.option(
     "--timeout", "timeout_s", type=float, default=120.0, show_default=True, help="Seconds per request."
@@ -76,7 +92,7 @@ def run_command(tasks: tuple[Path, ...], **flags: Any) -> None:
 
     Without --endpoint, every build of the builds file (builds/default.yaml) is prepared if needed, served on
     the pinned CPU engine and run on the same (task, seed) pairs; the scorecard and report follow.
-    With --endpoint, the tasks run against that one OpenAI-compatible chat endpoint.
+    With --endpoint, the tasks run the same way against a builds set of one build: that chat endpoint.
     """
     if flags["endpoint_url"] is None:
         if flags["model"] is not None:
@@ -87,28 +103,51 @@ def run_command(tasks: tuple[Path, ...], **flags: Any) -> None:
         raise ConfigError("--endpoint needs --model: the model name that endpoint serves")
     if any(is_grid_file(t) for t in tasks):
         raise ConfigError("a grid file names its own builds: drop --endpoint, or pass task files instead")
-    if flags["first_seed"] is not None:
-        raise ConfigError("--first-seed is a grid's: drop --endpoint, or drop --first-seed")
     if flags["cluster"] is not None:
-        raise ConfigError("--cluster runs grids: drop --endpoint, or run the tasks without --cluster")
-    run_endpoint(
-        tasks,
-        flags["endpoint_url"],
-        flags["model"],
-        flags["seeds"] or 1,
-        flags["serials"],
-        flags["run_dir"],
-        flags["max_steps"],
-        flags["images"],
-        flags["no_structured_output"],
-        flags["json_object"],
-        flags["build_name"],
-        flags["api_key"],
-        flags["max_tokens"],
-        flags["timeout_s"],
-        flags["max_attempts"] or 3,
-        flags["phone_port"],
-    )
+        raise ConfigError("--cluster runs served builds: drop --endpoint, or run the tasks without --cluster")
+    for flag in ("builds_file", "build_names", "reference"):
+        if flags[flag] is not None:
+            raise ConfigError(f"--{flag.replace('_', '-')} picks served builds: drop it, or drop --endpoint")
+    _grid_of_one_build(list(tasks), _endpoint_build(flags), flags)
+
+
+def _endpoint_build(flags: dict[str, Any]) -> BuildSet:
+    """The one-build builds set `--endpoint URL --model M` stands for (docs/builds.md, endpoint builds)."""
+    check_endpoint_url(flags["endpoint_url"])
+    if flags["api_key"] is not None:  # kept in this process's environment only, never in a run file
+        os.environ[flags["api_key_env"]] = flags["api_key"]
+    structured = "off" if flags["no_structured_output"] else "json_object" if flags["json_object"] else None
+    build = {
+        "name": flags["build_name"],
+        "reference": True,
+        "scheme": "endpoint",
+        "engine": "endpoint",
+        "base_url": flags["endpoint_url"],
+        "model": flags["model"],
+        "accepts_images": flags["images"],
+        "sampling": {"max_tokens": flags["max_tokens"]},
+        "request_timeout_s": flags["timeout_s"],
+        "structured_output": structured or "json_schema",
+        "api_key_env": flags["api_key_env"],
+    }
+    return parse_builds([build], "the command line (--endpoint)")
+
+
+def _grid_of_one_build(tasks: list[Path], builds: BuildSet, flags: dict[str, Any]) -> None:
+    """The grid on the given (or a connected, else a started) phone, with the endpoint as its only build."""
+    name = builds.reference.name
+    overrides = {**_grid_overrides(flags), "seeds": flags["seeds"] or 1, "adaptive": False}
+    for key in ("builds_file", "builds", "reference", "devices", "cluster", "run_dir"):
+        overrides.pop(key)
+    spec = spec_from(tasks, **overrides)
+    run_dir = flags["run_dir"] or Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{name}"
+    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+    request = DeviceRequest(serials=tuple(flags["serials"]), phone_port=flags["phone_port"])
+    say = lambda text: console.print(f"[dim]{text}")  # noqa: E731
+    with device_backend(spec.device_backend).devices(request, say) as on:
+        bars = sys.stdout.isatty() and not flags["no_bars"]
+        result = run_grid(spec, run_dir=run_dir, console=console, bars=bars, devices=on, builds=builds)
+    result.raise_for_problems()
 
 
 def _grid_overrides(flags: dict[str, Any]) -> dict[str, Any]:

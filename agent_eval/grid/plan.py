@@ -67,10 +67,11 @@ def resolve_tasks(spec: GridSpec) -> list[Task]:
     return list(unique.values())
 
 
-def resolve_builds(spec: GridSpec) -> GridBuilds:
-    """The spec's builds: the chosen subset of its builds file, less optional builds this host cannot run."""
+def resolve_builds(spec: GridSpec, given: BuildSet | None = None) -> GridBuilds:
+    """The spec's builds: the chosen subset of its builds file (or of `given`, a set made by the caller),
+    less optional builds this host cannot run."""
     file = resolve_path(spec.builds_file, spec.base) if spec.builds_file is not None else None
-    build_set = load_builds(file)
+    build_set = given or load_builds(file)
     chosen = [build_set.get(name) for name in spec.builds] if spec.builds is not None else build_set.builds
     reference = spec.reference or build_set.reference.name
     if reference not in [b.name for b in chosen]:

@@ -19,7 +19,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from agent_eval.builds import prepare
+from agent_eval.builds import BuildSet, prepare
 from agent_eval.builds.bandwidth import measure_once
 from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import BuildError, ConfigError, InfraError, RunStoreError
@@ -39,7 +39,7 @@ from agent_eval.grid.schedule import Engines, phones
 from agent_eval.grid.spec import GridSpec, is_task_id, load_grid, parse_grid, resolve_path
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
 from agent_eval.report.thumbnails import episode_thumbnails
-from agent_eval.rundir import RunStore
+from agent_eval.rundir import GRID_COPY, RunStore
 from agent_eval.runner.lines import unfinished_problems
 from agent_eval.runner.loop import Cell, RunSummary, Seat, run_cells
 from agent_eval.runner.manifest import new_manifest
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from agent_eval.cluster import Cluster, ClusterEngines
     from agent_eval.fidelity.grid_hook import GridFidelity
 
-GRID_COPY = "grid.yaml"
 PHONES_BUSY = 0.9  # share of a phase's wall the phones spend in episodes (measured: 0.89-0.95 on 4 phones)
 
 
@@ -101,7 +100,7 @@ class GridResult:
         if self.problems:
             raise InfraError(
                 "; ".join(self.problems)
-                + f". Fix the cause and run the same grid again to continue {self.run_dir}."
+                + f". Fix the cause and rerun the same command to continue {self.run_dir}."
             )
 
 
@@ -309,16 +308,18 @@ def run_grid(
     devices: Sequence[EpisodeDevice] | None = None,
     score: bool = True,
     html: bool = True,
+    builds: BuildSet | None = None,
 ) -> GridResult:
     """Run (or continue) a grid into `run_dir` and score it; see docs/grid.md.
 
-    `devices` overrides the spec's phones (already connected devices); `bars=False` prints only lines.
-    Raises ConfigError / BuildError / RunStoreError for what the user must fix before anything runs.
+    `devices` overrides the spec's phones (already connected devices); `bars=False` prints only lines;
+    `builds` replaces the spec's builds file (`run --endpoint`'s one build). Raises ConfigError / BuildError
+    / RunStoreError for what the user must fix before anything runs.
     """
     console = console or Console(highlight=False, soft_wrap=True)
     tasks = resolve_tasks(spec)
-    builds = resolve_builds(spec)
-    for name, reason in builds.skipped.items():
+    grid_builds = resolve_builds(spec, builds)
+    for name, reason in grid_builds.skipped.items():
         console.print(f"[yellow]{name}: skipped, cannot run on this host: {reason}")
     if run_dir is None:
         run_dir = (
@@ -328,18 +329,20 @@ def run_grid(
         )
     result = GridResult(
         run_dir=run_dir,
-        reference=builds.reference,
-        skipped_builds=dict(builds.skipped),
+        reference=grid_builds.reference,
+        skipped_builds=dict(grid_builds.skipped),
         max_attempts=spec.max_attempts,
     )
     # A cluster is joined and checked first: what it lacks is said before weights or the run dir are touched.
-    with _joined(spec, builds, console, devices is None) as cluster:
-        manifests = _manifests(builds, lambda line: console.print(f"[dim]{line}"))
-        _session(spec, tasks, builds, manifests, result, console, bars, devices, cluster)
+    with _joined(spec, grid_builds, console, devices is None) as cluster:
+        manifests = _manifests(grid_builds, lambda line: console.print(f"[dim]{line}"))
+        _session(spec, tasks, grid_builds, manifests, result, console, bars, devices, cluster)
     for note in result.notes:
         console.print(f"[dim]{note}")
+    if result.kept:
+        console.print(f"[dim]{result.kept} episode(s) kept from earlier sessions")
     if score:
-        result.scorecard = score_and_publish(run_dir, builds.reference, spec.margin, console, html=html)
+        result.scorecard = score_and_publish(run_dir, grid_builds.reference, spec.margin, console, html=html)
     return result
 
 
