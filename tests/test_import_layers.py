@@ -41,7 +41,17 @@ ALLOWED: dict[str, set[str]] = {
         "task",
     },
     # Phones and engines on a Ray cluster: below the grid, above the runner (its phones are runner seats).
-    "cluster": {"agent", "builds", "device", "errors", "records", "runner", "task", "virtual_device"},
+    "cluster": {
+        "agent",
+        "builds",
+        "device",
+        "errors",
+        "records",
+        "rundir",
+        "runner",
+        "task",
+        "virtual_device",
+    },
     "commands": {
         "builds",
         "device",
@@ -59,8 +69,22 @@ ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
     "__init__": set(),
 }
-# File names of a run that only `rundir` may spell out: everyone else asks it for the path.
-RUN_FILES = {"episodes.jsonl", "steps.jsonl", "run.json"}
+# File and folder names of a run that only `rundir/layout.py` may spell out: everyone else asks it.
+RUN_FILES = {
+    "episodes.jsonl",
+    "steps.jsonl",
+    "run.json",
+    "scorecard.json",
+    "scorecard.md",
+    "report.html",
+    "fidelity.json",
+    "fidelity-power.json",
+    "grid.yaml",
+    "bandwidth.json",
+    "thumbs",
+    "engines",
+    "probes",
+}
 # Import edges the cycle check ignores on purpose (none left: the phone's storage no longer reaches back).
 KNOWN: set[tuple[str, str]] = set()
 
@@ -177,10 +201,19 @@ def _string_constants(tree: ast.Module) -> Iterator[ast.Constant]:
 def test_only_rundir_names_the_files_of_a_run() -> None:
     named = []
     for path in PACKAGE.rglob("*.py"):
-        part = _part(_module(path))
-        if part in ("rundir", "virtual_device"):
+        if _module(path) == "agent_eval.rundir.layout" or _part(_module(path)) == "virtual_device":
             continue
         for node in _string_constants(ast.parse(path.read_text(encoding="utf-8"))):
             if node.value in RUN_FILES:
                 named.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} spells {node.value!r}")
-    assert not named, "ask agent_eval.rundir for these paths:\n" + "\n".join(named)
+    assert not named, "ask agent_eval.rundir.layout for these names:\n" + "\n".join(named)
+
+
+def _run_file_strings(source: str) -> list[str]:
+    return [n.value for n in _string_constants(ast.parse(source)) if n.value in RUN_FILES]
+
+
+def test_the_run_file_check_sees_a_name_spelled_in_an_f_string_or_a_join() -> None:
+    # The check must catch the ways a name was spelled before it moved to the layout module.
+    spelled = "r = Path('x')\nprint(f\"wrote {r / 'fidelity.json'}\")\nr / 'thumbs'\n"
+    assert sorted(_run_file_strings(spelled)) == ["fidelity.json", "thumbs"]

@@ -23,6 +23,7 @@ from agent_eval.builds.launcher import MAX_RESTARTS
 from agent_eval.cluster.connect import engine_options, ray_module
 from agent_eval.errors import BuildError
 from agent_eval.records import EngineRecord
+from agent_eval.rundir import engine_log_path, write_engine_record
 from agent_eval.runner.loop import BuildAgent
 from agent_eval.task import TaskInstance
 
@@ -156,10 +157,9 @@ class ClusterEngines:
         except ray.exceptions.RayError:
             return  # the node is gone: the head keeps the last record it wrote
         record = EngineRecord.model_validate_json(text).model_copy(update={"restarts": live.restarts})
-        engines = self.run_dir / "engines"
-        engines.mkdir(parents=True, exist_ok=True)
-        (engines / f"{live.build.name}.log").write_bytes(log)
-        (engines / f"{live.build.name}.json").write_text(record.model_dump_json(indent=2) + "\n")
+        engine_log_path(self.run_dir, live.build.name).parent.mkdir(parents=True, exist_ok=True)
+        engine_log_path(self.run_dir, live.build.name).write_bytes(log)
+        write_engine_record(self.run_dir, record)
 
     def _retire(self, name: str) -> None:
         live = self.live.pop(name)

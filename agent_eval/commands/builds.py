@@ -14,6 +14,7 @@ from agent_eval.builds import host
 from agent_eval.builds.prepare import prepare, read_prepared
 from agent_eval.builds.rungs import GROUPS, list_group, rounded_in_bf16
 from agent_eval.builds.spec import Build, load_builds
+from agent_eval.rundir import engine_record_path
 
 
 @click.group("builds")
@@ -84,7 +85,7 @@ def serve_build(name: str, file: Path | None, port: int | None, run_dir: Path) -
         except KeyboardInterrupt:
             pass
         record = served.record()
-    click.echo(f"stopped; engine record: {run_dir / 'engines' / (build.name + '.json')}")
+    click.echo(f"stopped; engine record: {engine_record_path(run_dir, build.name)}")
     click.echo(
         f"startup {record.startup_s} s, peak {record.peak_rss_mb} MB, settled {record.settled_rss_mb} MB"
     )

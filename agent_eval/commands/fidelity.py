@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from agent_eval.fidelity.select import probe_builds
+from agent_eval.rundir import FIDELITY_FILE
 
 
 @click.command("fidelity")
@@ -60,7 +61,7 @@ def fidelity_command(
         say=click.echo,
     )
     print_summary(result, click.echo)
-    click.echo(f"wrote {run_dir / 'fidelity.json'}")
+    click.echo(f"wrote {run_dir / FIDELITY_FILE}")
 
 
 @click.command("fidelity-power")

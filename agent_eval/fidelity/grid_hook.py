@@ -17,6 +17,7 @@ from agent_eval.fidelity.probe import Span
 from agent_eval.fidelity.run import assemble, probe_build, probed_builds, schema_mask
 from agent_eval.fidelity.select import PROBE_ENGINES
 from agent_eval.fidelity.steps import SourceStep, StepsFrom, load_source_steps
+from agent_eval.rundir import FIDELITY_FILE
 from agent_eval.scoring.fidelity_fields import read_fidelity_json
 
 
@@ -83,4 +84,4 @@ class GridFidelity:
             requests=requests,
             speed=speed,
         )
-        self.say(f"fidelity: wrote {self.run_dir / 'fidelity.json'}")
+        self.say(f"fidelity: wrote {self.run_dir / FIDELITY_FILE}")

@@ -29,15 +29,21 @@ from pydantic import Field
 from agent_eval.errors import RunStoreError
 from agent_eval.fidelity.probe import StepProbe
 from agent_eval.fidelity.result import BuildFidelity, build_fidelity, harmful_p_values, judge
-from agent_eval.fidelity.run import FIDELITY_DIR, probed_builds, read_probes, write_json_record
+from agent_eval.fidelity.run import probed_builds, read_probes, write_json_record
 from agent_eval.fidelity.time_to_flag import episode_wall_s, phones, probe_s, time_to_flag
 from agent_eval.records import EpisodeRecord, StrictModel
-from agent_eval.rundir import read_episodes, read_run_settings, settle_attempts
+from agent_eval.rundir import (
+    FIDELITY_POWER_FILE,
+    probes_dir,
+    read_episodes,
+    read_run_settings,
+    settle_attempts,
+)
 from agent_eval.scoring.regression import compare_builds
 from agent_eval.scoring.scorecard import resolve_reference
 from agent_eval.scoring.stats import ALPHA, DEFAULT_MARGIN, Verdict
 
-POWER_FILE = "fidelity-power.json"
+POWER_FILE = FIDELITY_POWER_FILE
 TARGET_RATIO = 0.2
 Unit = tuple[str, int]
 
@@ -171,7 +177,7 @@ def _read_inputs(run_dir: Path, margin: float | None) -> _Inputs:
     probed = probed_builds(run_dir)
     if reference not in probed:
         raise RunStoreError(
-            f"{run_dir / FIDELITY_DIR / 'probes'} has no probes of the reference {reference!r}: "
+            f"{probes_dir(run_dir)} has no probes of the reference {reference!r}: "
             f"run agent-eval fidelity {run_dir} first"
         )
     probes = {b: read_probes(run_dir, b) for b in probed}

@@ -31,15 +31,14 @@ from agent_eval.fidelity.result import (
     step_kls,
 )
 from agent_eval.fidelity.steps import SourceStep, StepsFrom, load_source_steps
-from agent_eval.scoring.fidelity_fields import FIDELITY_FILE
+from agent_eval.rundir import FIDELITY_FILE, fidelity_serving_dir, probes_dir
 
-FIDELITY_DIR = "fidelity"
 Say = Callable[[str], None]
 MOST_DISAGREEING = 15
 
 
 def probes_path(run_dir: Path, build: str) -> Path:
-    return run_dir / FIDELITY_DIR / "probes" / f"{build}.jsonl"
+    return probes_dir(run_dir) / f"{build}.jsonl"
 
 
 def probe_build(
@@ -69,7 +68,7 @@ def probe_build(
 
 def probed_builds(run_dir: Path) -> list[str]:
     """The builds with a probe file in the run, by name."""
-    return sorted(p.stem for p in (run_dir / FIDELITY_DIR / "probes").glob("*.jsonl"))
+    return sorted(p.stem for p in probes_dir(run_dir).glob("*.jsonl"))
 
 
 def read_probes(run_dir: Path, build: str) -> list[StepProbe]:
@@ -201,7 +200,7 @@ def run_fidelity(
     mask = schema_mask(ordered[0], say)
     for build in ordered:
         say(f"serving {build.name} ...")
-        with serve(build, run_dir / FIDELITY_DIR) as served:
+        with serve(build, fidelity_serving_dir(run_dir)) as served:
             _, per_min, settings = probe_build(
                 run_dir, build.name, served.endpoint, steps, spans, top_k=top_k, decode=decode, mask=mask
             )

@@ -31,10 +31,16 @@ from agent_eval.report.tables import (
 )
 from agent_eval.report.thumbnails import thumbnails
 from agent_eval.report.trajectory import episode_view, screenshots
-from agent_eval.rundir import SettledEpisodes, read_engines, read_episodes, read_steps, settle_attempts
+from agent_eval.rundir import (
+    REPORT_FILE,
+    SettledEpisodes,
+    read_engines,
+    read_episodes,
+    read_steps,
+    settle_attempts,
+)
 from agent_eval.scoring.scorecard import Scorecard
 
-REPORT_FILE = "report.html"
 # A first report of a big run at full resolution would spend most of its time making thumbnails; past this,
 # the remaining steps show their full screenshots (lazily), and the next report makes more.
 THUMBNAIL_BUDGET_S = 6.0

@@ -13,14 +13,12 @@ from agent_eval.report.busy_table import busy_table
 from agent_eval.report.ladder_tables import ladder_tables
 from agent_eval.report.recognition_section import recognition_table
 from agent_eval.report.text import MISSING, TextTable, number, p_value, rate_text, signed
+from agent_eval.rundir import SCORECARD_JSON, SCORECARD_MD
 from agent_eval.scoring.build_score import BuildScore, OutcomeCounts
 from agent_eval.scoring.fidelity_fields import FidelityRow
 from agent_eval.scoring.regression import METRIC_WORDS, MetricComparison
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.scoring.splits import split_table
-
-SCORECARD_JSON = "scorecard.json"
-SCORECARD_MD = "scorecard.md"
 
 
 def _name(b: BuildScore) -> str:

@@ -13,10 +13,8 @@ from typing import Any
 
 from agent_eval.closing import Closing
 from agent_eval.errors import RunStoreError
-from agent_eval.rundir import EPISODES_FILE
+from agent_eval.rundir import EPISODES_FILE, REPORT_FILE, SCORECARD_JSON
 
-REPORT_FILE = "report.html"  # the names html.py and markdown.py write; not imported, see ensure_report
-SCORECARD_FILE = "scorecard.json"
 HOST = "127.0.0.1"  # never another interface: a run holds prompts and screenshots
 
 
@@ -82,7 +80,7 @@ def ensure_report(run_dir: Path) -> Path:
     """
     if not run_dir.is_dir():
         raise RunStoreError(f"{run_dir} is not a run directory (it does not exist); pass runs/<run-id>")
-    report, episodes, saved = run_dir / REPORT_FILE, run_dir / EPISODES_FILE, run_dir / SCORECARD_FILE
+    report, episodes, saved = run_dir / REPORT_FILE, run_dir / EPISODES_FILE, run_dir / SCORECARD_JSON
     if _newer(report, episodes, saved):
         return report
     # Imported here: scoring pulls in statsmodels (seconds), which every other command would pay for.

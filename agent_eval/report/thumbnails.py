@@ -15,8 +15,9 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
+from agent_eval.rundir import THUMBS_DIR
+
 THUMB_WIDTH = 200  # about; the page shows them 180 CSS pixels wide
-THUMBS_DIR = "thumbs"
 _MAX_WORKERS = 4
 
 

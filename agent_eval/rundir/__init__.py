@@ -6,14 +6,25 @@ The runner writes through `RunStore`; scoring and the report read through `read_
 
 from agent_eval.rundir.attempts import SettledEpisodes, episode_key, infra_attempts_by_task, settle_attempts
 from agent_eval.rundir.layout import (
+    BANDWIDTH_FILE,
     ENGINES_DIR,
     EPISODES_FILE,
+    FIDELITY_FILE,
+    FIDELITY_POWER_FILE,
+    GRID_COPY,
     MANIFEST_FILE,
+    REPORT_FILE,
+    SCORECARD_JSON,
+    SCORECARD_MD,
     STEPS_FILE,
+    THUMBS_DIR,
     EpisodeKey,
     engine_log_path,
     engine_record_path,
     episode_dir,
+    fidelity_serving_dir,
+    probes_dir,
+    thumbs_dir,
 )
 from agent_eval.rundir.lines import Lines, parse_lines, read_lines
 from agent_eval.rundir.manifest import (
@@ -36,10 +47,18 @@ from agent_eval.rundir.records import (
 from agent_eval.rundir.store import RunStore
 
 __all__ = [
+    "BANDWIDTH_FILE",
     "ENGINES_DIR",
     "EPISODES_FILE",
+    "FIDELITY_FILE",
+    "FIDELITY_POWER_FILE",
+    "GRID_COPY",
     "MANIFEST_FILE",
+    "REPORT_FILE",
+    "SCORECARD_JSON",
+    "SCORECARD_MD",
     "STEPS_FILE",
+    "THUMBS_DIR",
     "EpisodeKey",
     "Lines",
     "RunManifest",
@@ -52,10 +71,12 @@ __all__ = [
     "engine_record_path",
     "episode_dir",
     "episode_key",
+    "fidelity_serving_dir",
     "host_info",
     "infra_attempts_by_task",
     "package_versions",
     "parse_lines",
+    "probes_dir",
     "read_engine_record",
     "read_engines",
     "read_episodes",
@@ -64,5 +85,6 @@ __all__ = [
     "read_run_settings",
     "read_steps",
     "settle_attempts",
+    "thumbs_dir",
     "write_engine_record",
 ]

@@ -7,8 +7,7 @@ from pathlib import Path
 from pydantic import Field
 
 from agent_eval.records import StrictModel
-
-BANDWIDTH_FILE = "bandwidth.json"
+from agent_eval.rundir.layout import BANDWIDTH_FILE
 
 
 class HostBandwidth(StrictModel):

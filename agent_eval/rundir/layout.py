@@ -15,6 +15,17 @@ MANIFEST_FILE = "run.json"
 ENGINES_DIR = "engines"
 EPISODES_DIR = "episodes"
 STEPS_FILE = "steps.jsonl"
+LOCK_FILE = ".lock"  # held by the one session writing the run
+GRID_COPY = "grid.yaml"  # the grid as it was resolved, for the reader
+BANDWIDTH_FILE = "bandwidth.json"
+SCORECARD_JSON = "scorecard.json"
+SCORECARD_MD = "scorecard.md"
+REPORT_FILE = "report.html"
+THUMBS_DIR = "thumbs"  # the report's screenshot thumbnails, beside the episodes they shrink
+FIDELITY_FILE = "fidelity.json"
+FIDELITY_POWER_FILE = "fidelity-power.json"
+FIDELITY_DIR = "fidelity"  # the probes and the engines served for them
+PROBES_DIR = "probes"
 
 EpisodeKey = tuple[str, str, int]
 """(build, task_id, seed): one cell of the grid for one seed."""
@@ -43,3 +54,17 @@ def engine_log_path(run_dir: Path, build: str) -> Path:
 def require_run_dir(run_dir: Path) -> None:
     if not run_dir.is_dir():
         raise RunStoreError(f"{run_dir} is not a run directory (it does not exist); pass runs/<run-id>")
+
+
+def probes_dir(run_dir: Path) -> Path:
+    """fidelity/probes: one JSONL file of teacher-forced probes per build."""
+    return run_dir / FIDELITY_DIR / PROBES_DIR
+
+
+def fidelity_serving_dir(run_dir: Path) -> Path:
+    """Where the engines served for fidelity keep their logs and records (not the run's own engines/)."""
+    return run_dir / FIDELITY_DIR
+
+
+def thumbs_dir(run_dir: Path) -> Path:
+    return run_dir / THUMBS_DIR

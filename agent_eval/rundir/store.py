@@ -16,7 +16,7 @@ from agent_eval.closing import Closing
 from agent_eval.errors import RunStoreError
 from agent_eval.records import EpisodeRecord, Outcome
 from agent_eval.rundir.attempts import episode_key
-from agent_eval.rundir.layout import EPISODES_FILE, MANIFEST_FILE, EpisodeKey, episode_dir
+from agent_eval.rundir.layout import EPISODES_FILE, LOCK_FILE, MANIFEST_FILE, EpisodeKey, episode_dir
 from agent_eval.rundir.lines import read_lines
 from agent_eval.rundir.manifest import (
     RunManifest,
@@ -83,7 +83,7 @@ class RunStore(Closing):
     def _take_lock(self) -> None:
         if self._lock_file is not None:
             return
-        fd = os.open(self.run_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -10,8 +10,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from agent_eval.records import StrictModel
-
-FIDELITY_FILE = "fidelity.json"
+from agent_eval.rundir import FIDELITY_FILE
 
 
 class FidelityRow(StrictModel):
