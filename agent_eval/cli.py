@@ -19,6 +19,9 @@ from agent_eval.virtual_device.errors import VirtualDeviceError
 @click.version_option(__version__, prog_name="agent-eval")
 def cli() -> None:
     """Evaluate Android GUI agents on quantized builds: how often they get there, and notice it."""
+    from agent_eval.plugins import load_plugins
+
+    load_plugins()  # installed plug-in packages register their kinds once, before any command reads them
 
 
 def _register() -> None:

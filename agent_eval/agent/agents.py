@@ -15,7 +15,7 @@ from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Policy
 from agent_eval.agent.prompt import ChatFormat, action_schema, build_prompt
 from agent_eval.builds.client import ChatClient
-from agent_eval.errors import ConfigError
+from agent_eval.registry import Registry
 from agent_eval.screen.observation import Observation
 
 DEFAULT_AGENT = "default"
@@ -44,20 +44,17 @@ class PromptAgent:
         return LLMPolicy(client, prompt_format=self.prompt, schema=self.schema(), parse=self.parse)
 
 
-_AGENTS: dict[str, Agent] = {}
+AGENTS: Registry[Agent] = Registry("agent")
 
 
 def register_agent(agent: Agent) -> None:
     """Make `agent` choosable by its name (a later registration under the same name replaces it)."""
-    _AGENTS[agent.name] = agent
+    AGENTS.register(agent.name, agent)
 
 
 def get_agent(name: str | None = None) -> Agent:
     """The agent registered as `name` (None: the default agent)."""
-    try:
-        return _AGENTS[name or DEFAULT_AGENT]
-    except KeyError:
-        raise ConfigError(f"unknown agent {name!r}; known agents: {sorted(_AGENTS)}") from None
+    return AGENTS.get(name or DEFAULT_AGENT)
 
 
 def system_prompts() -> set[str]:
@@ -65,7 +62,7 @@ def system_prompts() -> set[str]:
     can be replayed today (fidelity), one made with none of them came from an older prompt version."""
     return {
         a.prompt.system
-        for a in _AGENTS.values()
+        for a in AGENTS.values()
         if isinstance(a, PromptAgent) and isinstance(a.prompt, ChatFormat)
     }
 

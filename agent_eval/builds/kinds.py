@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from agent_eval.errors import ConfigError
+from agent_eval.registry import Registry
 
 if TYPE_CHECKING:
     from agent_eval.builds.endpoint import Endpoint
@@ -24,6 +24,8 @@ class EngineKind(Protocol):
     """True: the harness starts a server process per build; False: it connects to the build's base_url."""
     prepares_without_engine: bool
     """True: `builds prepare` makes its weights on a host that cannot serve them (GGUF needs no server)."""
+    teacher_forcing: bool
+    """True: its server scores a given answer token by token (prompt logprobs), so fidelity can probe it."""
 
     def check(self, build: Build) -> None:
         """Raise ValueError (shown as a build-file error) when the build does not fit this engine."""
@@ -46,20 +48,17 @@ class EngineKind(Protocol):
         ...
 
 
-_KINDS: dict[str, EngineKind] = {}
+ENGINE_KINDS: Registry[EngineKind] = Registry("engine")
 
 
 def register_engine_kind(kind: EngineKind) -> None:
     """Make `kind` usable as a build's `engine:` (a later registration under the same name replaces it)."""
-    _KINDS[kind.name] = kind
+    ENGINE_KINDS.register(kind.name, kind)
 
 
 def engine_kind(name: str) -> EngineKind:
-    try:
-        return _KINDS[name]
-    except KeyError:
-        raise ConfigError(f"unknown engine {name!r}; known engines: {sorted(_KINDS)}") from None
+    return ENGINE_KINDS.get(name)
 
 
 def engine_kinds() -> list[str]:
-    return sorted(_KINDS)
+    return ENGINE_KINDS.names()

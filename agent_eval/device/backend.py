@@ -12,7 +12,7 @@ from typing import Protocol
 
 from agent_eval.action import Action
 from agent_eval.device.driver import ShellResult
-from agent_eval.errors import ConfigError
+from agent_eval.registry import Registry
 from agent_eval.screen.observation import Observation
 
 Say = Callable[[str], None]
@@ -65,16 +65,13 @@ class DeviceBackend(Protocol):
 
 
 DEFAULT_DEVICE_BACKEND = "adb"
-_BACKENDS: dict[str, DeviceBackend] = {}
+DEVICE_BACKENDS: Registry[DeviceBackend] = Registry("device backend")
 
 
 def register_device_backend(backend: DeviceBackend) -> None:
     """Make `backend` choosable by its name (a later registration under the same name replaces it)."""
-    _BACKENDS[backend.name] = backend
+    DEVICE_BACKENDS.register(backend.name, backend)
 
 
 def device_backend(name: str = DEFAULT_DEVICE_BACKEND) -> DeviceBackend:
-    try:
-        return _BACKENDS[name]
-    except KeyError:
-        raise ConfigError(f"unknown device backend {name!r}; known: {sorted(_BACKENDS)}") from None
+    return DEVICE_BACKENDS.get(name)

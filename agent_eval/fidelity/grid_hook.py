@@ -15,7 +15,7 @@ from agent_eval.builds.spec import Build
 from agent_eval.errors import AgentEvalError
 from agent_eval.fidelity.probe import Span
 from agent_eval.fidelity.run import assemble, probe_build, probed_builds, schema_mask
-from agent_eval.fidelity.select import PROBE_ENGINES
+from agent_eval.fidelity.select import can_probe
 from agent_eval.fidelity.steps import SourceStep, StepsFrom, load_source_steps
 from agent_eval.rundir import FIDELITY_FILE
 from agent_eval.scoring.fidelity_fields import read_fidelity_json
@@ -40,7 +40,7 @@ class GridFidelity:
                     self.run_dir, StepsFrom.REFERENCE, self.reference.name
                 )
             for build in sorted(builds, key=lambda b: b.name != self.reference.name):
-                if build.engine not in PROBE_ENGINES or build.name not in endpoints:
+                if not can_probe(build) or build.name not in endpoints:
                     continue
                 self.say(f"fidelity: probing {build.name} on {len(self.steps)} recorded steps ...")
                 _, per_min, settings = probe_build(

@@ -6,8 +6,10 @@ from collections.abc import Callable
 
 from agent_eval.builds.spec import Build, BuildSet
 
-# prompt_logprobs over token ids is a vLLM API; llama.cpp's server has no equivalent.
-PROBE_ENGINES = frozenset({"vllm-cpu"})
+
+def can_probe(build: Build) -> bool:
+    """Whether the build's engine kind scores given tokens (its `teacher_forcing` capability)."""
+    return build.kind.teacher_forcing
 
 
 def probe_builds(
@@ -22,7 +24,7 @@ def probe_builds(
     kept = []
     for build in chosen:
         why = unavailable_reason(build) if build.optional else None
-        if build.engine not in PROBE_ENGINES:
+        if not can_probe(build):
             why = f"engine {build.engine} cannot return prompt_logprobs"
         if why is not None and not names:
             say(f"skipping {build.name}: {why}")

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import difflib
-import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from agent_eval.errors import TaskError
-from agent_eval.task.schema import PREDICATE_KINDS, TASK_MODELS, Task
+from agent_eval.task.schema import Task, predicate_kinds, task_models
 
 TASK_SUFFIXES = (".yaml", ".yml")
 _MAX_REPORTED = 6
@@ -37,11 +36,10 @@ def _location(loc: Sequence[int | str]) -> str:
     return text
 
 
-@functools.cache
 def _field_names() -> list[str]:
     """Every field name a task file can use, for "did you mean" hints."""
     names: set[str] = set()
-    for model in TASK_MODELS:
+    for model in task_models():
         for name, info in model.model_fields.items():
             names.add(info.alias or name)
     return sorted(names)
@@ -60,7 +58,7 @@ def _describe(error: Any) -> str:
     elif kind == "unknown_predicate":
         given = error.get("input")
         where = _location(loc)
-        kinds = ", ".join(PREDICATE_KINDS)
+        kinds = ", ".join(predicate_kinds())
         if isinstance(given, dict) and len(given) > 1:
             keys = ", ".join(map(repr, given))
             what = (

@@ -1,6 +1,6 @@
 """The task file format (tasks/*.yaml) as pydantic models, and TaskInstance: a task resolved for one seed.
 
-Goal-state predicates are one-key mappings: setting, shell, element, activity, all, any, not.
+Goal-state predicates are one-key mappings of a registered kind (task/registry.py; built-ins: goal_kinds.py).
 """
 
 from __future__ import annotations
@@ -8,178 +8,29 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    PrivateAttr,
-    Tag,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from agent_eval.action import ActionType, Direction, Key
 from agent_eval.task import params as task_params
-
-PREDICATE_KINDS = ("shell", "setting", "element", "activity", "all", "any", "not")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-def _as_text(value: Any) -> Any:
-    """YAML reads `equals: 1` as an int; device outputs are text, so compare as text."""
-    if isinstance(value, bool):
-        raise ValueError("write the expected text in quotes (e.g. '1' or 'true'), not a YAML boolean")
-    if isinstance(value, int | float):
-        return str(value)
-    return value
-
-
-def _check_regex(pattern: str | None) -> str | None:
-    if pattern is not None:
-        try:
-            re.compile(pattern)
-        except re.error as e:
-            raise ValueError(f"not a valid regular expression: {e}") from e
-    return pattern
-
-
-class _EqualsOrMatches(_Strict):
-    equals: str | None = None
-    matches: str | None = Field(None, description="A regular expression searched for in the value.")
-
-    _text = field_validator("equals", mode="before")(_as_text)
-    _regex = field_validator("matches")(_check_regex)
-
-    @model_validator(mode="after")
-    def _one_expectation(self) -> _EqualsOrMatches:
-        if (self.equals is None) == (self.matches is None):
-            raise ValueError("give exactly one of 'equals' or 'matches'")
-        return self
-
-
-class ShellCheck(_EqualsOrMatches):
-    """A shell command's output (stripped) equals a text or matches a regular expression."""
-
-    command: str
-
-
-class SettingCheck(_Strict):
-    """`settings get NAMESPACE KEY` equals a value (null: the key is unset)."""
-
-    namespace: Literal["global", "secure", "system"]
-    key: str = Field(pattern=r"^[\w.:-]+$", description="A settings key such as wifi_on.")
-    equals: str | None
-
-    _text = field_validator("equals", mode="before")(_as_text)
-
-
-class ElementCheck(_Strict):
-    """Some node of the UI tree matches every selector given (and the checked/selected values given).
-
-    With `exists: false` the predicate holds when no node matches.
-    """
-
-    text: str | None = None
-    text_matches: str | None = None
-    resource_id: str | None = None
-    cls: str | None = Field(None, alias="class")
-    content_desc: str | None = None
-    row: str | None = Field(None, description="In the same clickable row as a node with this text.")
-    checked: bool | None = None
-    selected: bool | None = None
-    exists: bool = True
-
-    _text = field_validator("text", mode="before")(_as_text)
-    _regex = field_validator("text_matches")(_check_regex)
-
-    @model_validator(mode="after")
-    def _has_selector(self) -> ElementCheck:
-        if all(
-            v is None
-            for v in (self.text, self.text_matches, self.resource_id, self.cls, self.content_desc, self.row)
-        ):
-            raise ValueError(
-                "select the element by text, text_matches, resource_id, class, content_desc or row"
-            )
-        return self
-
-
-class ActivityCheck(_EqualsOrMatches):
-    """The focused activity (`pkg/.Activity`) equals a component or matches a regular expression."""
-
-
-class ShellPredicate(_Strict):
-    shell: ShellCheck
-
-
-class SettingPredicate(_Strict):
-    setting: SettingCheck
-
-
-class ElementPredicate(_Strict):
-    element: ElementCheck
-
-
-class ActivityPredicate(_Strict):
-    activity: ActivityCheck
-
-
-class AllPredicate(_Strict):
-    all_: list[Predicate] = Field(alias="all", min_length=1)
-
-
-class AnyPredicate(_Strict):
-    any_: list[Predicate] = Field(alias="any", min_length=1)
-
-
-class NotPredicate(_Strict):
-    not_: Predicate = Field(alias="not")
-
-
-def _predicate_kind(value: Any) -> str | None:
-    if isinstance(value, dict):
-        keys = list(value)
-        return keys[0] if len(keys) == 1 and keys[0] in PREDICATE_KINDS else None
-    for kind, model in _KIND_MODELS.items():
-        if isinstance(value, model):
-            return kind
-    return None
-
-
-Predicate = Annotated[
-    Annotated[ShellPredicate, Tag("shell")]
-    | Annotated[SettingPredicate, Tag("setting")]
-    | Annotated[ElementPredicate, Tag("element")]
-    | Annotated[ActivityPredicate, Tag("activity")]
-    | Annotated[AllPredicate, Tag("all")]
-    | Annotated[AnyPredicate, Tag("any")]
-    | Annotated[NotPredicate, Tag("not")],
-    Discriminator(
-        _predicate_kind,
-        custom_error_type="unknown_predicate",
-        custom_error_message="a predicate is a mapping with exactly one key, one of: "
-        + ", ".join(PREDICATE_KINDS),
-    ),
-]
-
-_KIND_MODELS: dict[str, type[BaseModel]] = {
-    "shell": ShellPredicate,
-    "setting": SettingPredicate,
-    "element": ElementPredicate,
-    "activity": ActivityPredicate,
-    "all": AllPredicate,
-    "any": AnyPredicate,
-    "not": NotPredicate,
-}
-
-for _model in (AllPredicate, AnyPredicate, NotPredicate):
-    _model.model_rebuild()
+from agent_eval.task.goal_kinds import (
+    CHECK_MODELS,
+    ActivityCheck,
+    ActivityPredicate,
+    AllPredicate,
+    AnyPredicate,
+    ElementCheck,
+    ElementPredicate,
+    NotPredicate,
+    SettingCheck,
+    SettingPredicate,
+    ShellCheck,
+    ShellPredicate,
+    _as_text,
+)
+from agent_eval.task.registry import Predicate, holds_predicates, predicate_kinds, predicate_models
+from agent_eval.task.strict import Strict as _Strict
 
 
 class Start(_Strict):
@@ -340,13 +191,31 @@ class TaskInstance:
         return self.task.verify
 
 
-TASK_MODELS: tuple[type[BaseModel], ...] = (
-    Task,
-    Start,
-    OracleStep,
-    ShellCheck,
-    SettingCheck,
-    ElementCheck,
-    ActivityCheck,
-    *_KIND_MODELS.values(),
-)
+holds_predicates(Task)
+
+
+def task_models() -> tuple[type[BaseModel], ...]:
+    """Every model a task file's fields come from (for "did you mean" hints), registered kinds included."""
+    return (Task, Start, OracleStep, *CHECK_MODELS, *predicate_models())
+
+
+__all__ = [
+    "ActivityCheck",
+    "ActivityPredicate",
+    "AllPredicate",
+    "AnyPredicate",
+    "ElementCheck",
+    "ElementPredicate",
+    "NotPredicate",
+    "OracleStep",
+    "Predicate",
+    "SettingCheck",
+    "SettingPredicate",
+    "ShellCheck",
+    "ShellPredicate",
+    "Start",
+    "Task",
+    "TaskInstance",
+    "predicate_kinds",
+    "task_models",
+]

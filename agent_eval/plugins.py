@@ -1,0 +1,44 @@
+"""Loading installed plug-in packages: each entry point in group `agent_eval.plugins` names a callable that
+registers its kinds (agents, engine kinds, device backends, goal predicates) on the plug points' registries.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+from agent_eval.errors import ConfigError
+
+ENTRY_POINT_GROUP = "agent_eval.plugins"
+_loaded = False
+
+
+def load_plugins() -> list[str]:
+    """Call every installed `agent_eval.plugins` entry point once per process; the names loaded.
+
+    A plug-in that fails to load stops the command with a ConfigError naming its entry point.
+    """
+    global _loaded
+    if _loaded:
+        return []
+    _loaded = True
+    _import_built_ins()
+    names = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            register = point.load()
+            register()
+        except Exception as e:  # a third party's code: any failure is its own, named here
+            raise ConfigError(
+                f"plug-in {point.name!r} ({point.value}, entry point group {ENTRY_POINT_GROUP}) "
+                f"failed to load: {type(e).__name__}: {e}"
+            ) from e
+        names.append(point.name)
+    return names
+
+
+def _import_built_ins() -> None:
+    """The built-in kinds register on import; they come first so a plug-in may replace one on purpose."""
+    import agent_eval.agent.agents
+    import agent_eval.builds.engines
+    import agent_eval.device.adb_backend
+    import agent_eval.task.goal_kinds  # noqa: F401
