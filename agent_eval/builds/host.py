@@ -62,6 +62,7 @@ def quant_python() -> Path:
     return Path(override) if override else repo_root() / ".venv-quant" / "bin" / "python"
 
 
+@cache
 def has_module(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is not None

@@ -321,13 +321,16 @@ def _sigterm_as_exit() -> Iterator[None]:
 
 
 @contextmanager
-def serve(build: Build, run_dir: Path, *, port: int | None = None) -> Iterator[ServedBuild]:
+def serve(
+    build: Build, run_dir: Path, *, port: int | None = None, manifest: BuildManifest | None = None
+) -> Iterator[ServedBuild]:
     """Serve `build` for the duration of the `with` block; the engine is stopped however the block ends.
 
-    Raises BuildError naming the build when its weights are missing or changed, it cannot run on this host,
-    or its server exits or does not answer in time (quoting the server log's last lines).
+    `manifest`: the build's manifest as the run already made it (host checked, weights hashed); None: make
+    it here. Raises BuildError naming the build when its weights are missing or changed, it cannot run on
+    this host, or its server exits or does not answer in time (quoting the server log's last lines).
     """
-    served = ServedBuild(build, Path(run_dir), _manifest(build), port)
+    served = ServedBuild(build, Path(run_dir), manifest or _manifest(build), port)
     with _sigterm_as_exit():
         try:
             served.start()

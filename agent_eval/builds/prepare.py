@@ -53,17 +53,27 @@ def weight_files(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(_WEIGHT_SUFFIXES))
 
 
+# path → (each weight file's name, size and mtime when hashed, the hash): a run hashes a build's weights once.
+_HASHED: dict[Path, tuple[tuple[tuple[str, int, int], ...], str]] = {}
+
+
 def weights_hash(path: Path) -> str:
-    """Content hash of a checkpoint dir's weight files (or of one GGUF file)."""
-    digest = hashlib.sha256()
+    """Content hash of a checkpoint dir's weight files (or of one GGUF file); read again only when a file's
+    size or modification time changed since this process last hashed it."""
     files = weight_files(path)
     if not files:
         raise BuildError(f"{path}: no weight files ({', '.join(_WEIGHT_SUFFIXES)}) to hash")
+    stamp = tuple((f.name, (st := f.stat()).st_size, st.st_mtime_ns) for f in files)
+    known = _HASHED.get(path.resolve())
+    if known is not None and known[0] == stamp:
+        return known[1]
+    digest = hashlib.sha256()
     for file in files:
         digest.update(file.name.encode() + b"\0")
         for chunk in file_chunks(file):
             digest.update(chunk)
-    return "sha256:" + digest.hexdigest()
+    _HASHED[path.resolve()] = (stamp, "sha256:" + digest.hexdigest())
+    return _HASHED[path.resolve()][1]
 
 
 def prepared_path(build: Build) -> Path:

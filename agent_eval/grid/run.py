@@ -373,7 +373,7 @@ def _session(
         engines = (
             cluster.engines(run_dir, manifests, console.print)
             if cluster
-            else Engines(run_dir, spec.engine_base_port, console.print)
+            else Engines(run_dir, spec.engine_base_port, console.print, manifests=manifests)
         )
         with GridProgress(console, builds.names, bars=bars) as progress:
             grid = _Grid(spec, tasks, builds, store, engines, progress, result)

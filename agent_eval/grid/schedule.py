@@ -20,6 +20,7 @@ from agent_eval.builds.host import port_is_free
 from agent_eval.device.backend import DeviceRequest, EpisodeDevice, device_backend
 from agent_eval.errors import ConfigError
 from agent_eval.grid.spec import GridSpec
+from agent_eval.records import BuildManifest
 from agent_eval.runner.loop import BuildAgent
 from agent_eval.task import TaskInstance
 
@@ -75,13 +76,22 @@ class Engines:
     """
 
     def __init__(
-        self, run_dir: Path, base_port: int, say: Say, *, resident: bool = True, reserve_gib: float = 4.0
+        self,
+        run_dir: Path,
+        base_port: int,
+        say: Say,
+        *,
+        resident: bool = True,
+        reserve_gib: float = 4.0,
+        manifests: Sequence[BuildManifest] = (),
     ) -> None:
         self.run_dir = run_dir
         self.base_port = base_port
         self.say = say
         self.resident = resident
         self.reserve_gib = reserve_gib
+        # Made once per run (host checked, weights hashed); each serving reuses them.
+        self.manifests = {m.name: m for m in manifests}
         self.usage: dict[str, Usage] = {}
         self.live: dict[str, ServedAgent] = {}
         self._held: dict[str, contextlib.ExitStack] = {}
@@ -107,7 +117,8 @@ class Engines:
         try:
             if build.kind.starts_server:
                 self.say(f"starting the {build.engine} engine for {build.name} ...")
-            served = stack.enter_context(serve(build, self.run_dir, port=self._port(build)))
+            manifest, port = self.manifests.get(build.name), self._port(build)
+            served = stack.enter_context(serve(build, self.run_dir, port=port, manifest=manifest))
             client = stack.enter_context(ChatClient(served.endpoint))
             self.live[build.name] = ServedAgent(served, client, _agent(build.name, client, served))
             stack.callback(self._retire, build.name)
