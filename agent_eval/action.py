@@ -22,9 +22,10 @@ class ActionType(StrEnum):
     WAIT = "wait"
     DONE = "done"
     INFEASIBLE = "infeasible"
+    ANSWER = "answer"  # the final answer to a question the goal asks; `text` holds it
 
 
-TERMINAL_ACTIONS = frozenset({ActionType.DONE, ActionType.INFEASIBLE})
+TERMINAL_ACTIONS = frozenset({ActionType.DONE, ActionType.INFEASIBLE, ActionType.ANSWER})
 
 Direction = Literal["up", "down", "left", "right"]
 Key = Literal["back", "home", "enter"]
@@ -42,7 +43,7 @@ class Action(BaseModel):
     )
     y: int | None = Field(default=None, description="Screen y in pixels.")
     direction: Direction | None = Field(default=None, description="For scroll and swipe.")
-    text: str | None = Field(default=None, description="For type: the text to enter.")
+    text: str | None = Field(default=None, description="For type: the text to enter; for answer: the answer.")
     key: Key | None = Field(default=None, description="For key: which key.")
     app: str | None = Field(default=None, description="For open_app: the app's label or package name.")
     seconds: float | None = Field(default=None, description="For wait.")

@@ -33,7 +33,7 @@ class Outcome(StrEnum):
     INFRA_ERROR = "infra_error"
 
 
-Said = Literal["done", "infeasible"]
+Said = Literal["done", "infeasible", "answer"]
 
 
 class StepLatency(StrictModel):
@@ -138,6 +138,10 @@ class EpisodeRecord(StrictModel):
     )
     said: Said | None = Field(None, description="The terminal action the agent chose, if any.")
     said_at_step: int | None = None
+    answer: str | None = Field(None, description="Answer tasks: the text of the agent's answer action.")
+    answer_correct: bool | None = Field(
+        None, description="Answer tasks: whether the answer met the task's answer check (None: no answer)."
+    )
     goal_timeline: list[bool] = Field(
         default_factory=list, description="Goal state before step 1 (index 0), then after each step."
     )
@@ -172,6 +176,20 @@ def classify(goal_timeline: list[bool], said: Said | None) -> Outcome:
         return Outcome.UNDONE
     if reached:
         return Outcome.SUCCESS if said == "done" else Outcome.NO_STOP
+    return Outcome.PREMATURE_DONE if said is not None else Outcome.NAV_FAIL
+
+
+def classify_answer(goal_timeline: list[bool], said: Said | None, correct: bool | None) -> Outcome:
+    """The outcome of an answer task (docs/scorecard.md): the timeline is navigation (the screen that shows
+    the answer was on screen); completion is a right answer given as the final action, with or without it.
+    Any other ending counts as an unrecognised goal: no_stop when the answer was seen, else premature_done
+    (something was said) or nav_fail."""
+    if not goal_timeline:
+        raise ValueError("an episode's goal timeline has at least the value before its first step")
+    if said == "answer" and correct:
+        return Outcome.SUCCESS
+    if any(goal_timeline):
+        return Outcome.NO_STOP
     return Outcome.PREMATURE_DONE if said is not None else Outcome.NAV_FAIL
 
 

@@ -20,6 +20,7 @@ from agent_eval.agent.prompt import (
     build_prompt,
     element_line,
     element_lines,
+    with_answer,
 )
 from agent_eval.builds.client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
@@ -138,7 +139,11 @@ def test_the_schema_allows_every_action_type() -> None:
     # A type missing here can never be answered under structured output, however well it was trained:
     # swipe was missing until 2026-12-01, so every shade path the tuning data taught was masked away.
     types = {alt["properties"]["type"]["enum"][0] for alt in action_schema()["anyOf"]}
-    assert types == {t.value for t in ActionType}
+    assert types == {t.value for t in ActionType} - {"answer"}
+    # The answer action is offered only to a task that asks a question (its prompt lists it too).
+    answering = {alt["properties"]["type"]["enum"][0] for alt in with_answer(action_schema())["anyOf"]}
+    assert answering == {t.value for t in ActionType}
+    assert with_answer(with_answer(action_schema())) == with_answer(action_schema())
 
 
 def test_llm_policy_asks_the_endpoint_with_schema_and_seed_and_returns_the_decision() -> None:

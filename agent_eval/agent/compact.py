@@ -28,6 +28,8 @@ SYSTEM_PROMPT = (
     "Phone agent. Reply with one JSON action: tap, long_press, type, scroll, swipe, key, open_app, wait,"
     " done, infeasible."
 )
+# Only tasks that ask a question see this one: every other prompt stays the one the adapter was trained on.
+SYSTEM_PROMPT_ANSWERS = SYSTEM_PROMPT.removesuffix(".") + ', answer (with "text": the answer, last).'
 
 HISTORY_LEN = 4  # steps of history shown; an LLM policy with this format is given no more than these
 MAX_ELEMENTS = 40
@@ -75,7 +77,7 @@ def _user_text(
     return "\n".join(lines)
 
 
-build_prompt = ChatFormat(SYSTEM_PROMPT, _user_text)  # the chat messages for one step in the compact format
+build_prompt = ChatFormat(SYSTEM_PROMPT, _user_text, SYSTEM_PROMPT_ANSWERS)  # one step, compact format
 
 
 def answer_text(action_json: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Decision, StepContext
-from agent_eval.agent.prompt import Prompt, action_schema, build_prompt
+from agent_eval.agent.prompt import Prompt, action_schema, build_prompt, with_answer
 from agent_eval.builds.client import ChatClient
 from agent_eval.screen.observation import Observation
 
@@ -48,6 +48,8 @@ class LLMPolicy:
 
     def decide(self, context: StepContext) -> Decision:
         history = context.history[-self.history_len :] if self.history_len > 0 else ()
+        # Only a task that asks a question is told of the answer action (other prompts stay as they were).
+        asks: dict[str, Any] = {"answers": True} if context.answers else {}
         prompt = self._prompt(
             context.goal,
             context.observation,
@@ -55,10 +57,12 @@ class LLMPolicy:
             max_steps=context.max_steps,
             history=history,
             with_image=self.accepts_images,
+            **asks,
         )
+        schema = with_answer(self._schema) if context.answers else self._schema
         result = self.client.chat(
             prompt.messages,
-            json_schema=self._schema if self.structured_output else None,
+            json_schema=schema if self.structured_output else None,
             seed=step_seed(context.seed, context.step),
         )
         parsed = self._parse(result.text, context.observation)

@@ -42,6 +42,7 @@ _TYPE_SYNONYMS: dict[str, str] = {
         for w in ("done", "finish", "finished", "complete", "completed", "stop", "task_complete", "success")
     },
     **{w: "infeasible" for w in ("infeasible", "impossible", "give_up", "abort", "fail", "not_possible")},
+    **{w: "answer" for w in ("answer", "reply", "respond", "final_answer")},
 }
 # Actions named after their argument: "back" is key back, "scroll_down" is scroll down.
 _KEY_WORDS = {"back": "back", "go_back": "back", "home": "home", "go_home": "home", "enter": "enter"}
@@ -166,9 +167,13 @@ def _to_action(obj: dict[str, Any], observation: Observation | None) -> ParsedAn
 
 def _argument_field(kind: str) -> str:
     canonical = _TYPE_SYNONYMS.get(kind, "")
-    return {"type": "text", "open_app": "app", "scroll": "direction", "swipe": "direction"}.get(
-        canonical, "element"
-    )
+    return {
+        "type": "text",
+        "answer": "text",
+        "open_app": "app",
+        "scroll": "direction",
+        "swipe": "direction",
+    }.get(canonical, "element")
 
 
 def _build(fields: dict[str, Any], observation: Observation | None) -> ParsedAnswer:
@@ -238,6 +243,11 @@ def _fill(kind: str, fields: dict[str, Any], values: dict[str, Any], observation
         if not isinstance(app, str) or not app.strip():
             return 'open_app needs the "app" to open'
         values["app"] = app.strip()
+    if kind == "answer":
+        text = fields.get("text")
+        if text is None or isinstance(text, dict | list | bool):
+            return 'answer needs the "text" of the answer'
+        values["text"] = str(text).strip()
     if kind == "wait" and fields.get("seconds") is not None:
         try:
             values["seconds"] = min(max(float(fields["seconds"]), 0.0), 10.0)

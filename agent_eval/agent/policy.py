@@ -29,6 +29,7 @@ class StepContext:
     observation: Observation
     history: tuple[PastStep, ...]
     seed: int
+    answers: bool = False  # the task asks a question: the `answer` action is offered (and expected)
 
 
 @dataclass(frozen=True)

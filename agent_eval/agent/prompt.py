@@ -34,6 +34,15 @@ in the current list. Actions:
 {"type": "infeasible"} when the goal cannot be reached
 Once the goal is reached, answer done; never undo it."""
 
+# For a task whose goal is a question: the same with the answer action listed (other prompts unchanged).
+ANSWER_LINE = (
+    '{"type": "answer", "text": "..."} when the goal asks a question: the answer, as your last action'
+)
+SYSTEM_PROMPT_ANSWERS = SYSTEM_PROMPT.replace(
+    '{"type": "infeasible"} when the goal cannot be reached\n',
+    '{"type": "infeasible"} when the goal cannot be reached\n' + ANSWER_LINE + "\n",
+)
+
 MAX_ELEMENTS = 40  # beyond this, the list is cut (and says so): long lists crowd out the model's context
 MAX_LABEL_CHARS = 60
 
@@ -78,6 +87,25 @@ def action_schema() -> dict[str, Any]:
             alt(ActionType.INFEASIBLE),
         ]
     }
+
+
+def with_answer(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with the answer action among its alternatives (for a task whose goal asks a question)."""
+    alternatives = schema.get("anyOf")
+    if not isinstance(alternatives, list) or any(
+        a.get("properties", {}).get("type", {}).get("enum") == [ActionType.ANSWER.value] for a in alternatives
+    ):
+        return schema
+    answer = {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": [ActionType.ANSWER.value]},
+            "text": {"type": "string", "maxLength": 80},
+        },
+        "required": ["type", "text"],
+        "additionalProperties": False,
+    }
+    return {**schema, "anyOf": [*alternatives, answer]}
 
 
 def is_layout_only(e: Element) -> bool:
@@ -180,6 +208,7 @@ class ChatFormat:
 
     system: str
     user_text: UserText  # (goal, observation, step, max_steps, history) → the user message's text
+    answer_system: str | None = None  # the instructions for a task that asks a question (None: `system`)
 
     def __call__(
         self,
@@ -190,9 +219,11 @@ class ChatFormat:
         max_steps: int,
         history: Sequence[PastStep] = (),
         with_image: bool = False,
+        answers: bool = False,
     ) -> Prompt:
         text = self.user_text(goal, observation, step, max_steps, history)
-        return chat_prompt(self.system, text, observation, with_image=with_image)
+        system = self.answer_system if answers and self.answer_system is not None else self.system
+        return chat_prompt(system, text, observation, with_image=with_image)
 
 
 def _user_text(
@@ -209,7 +240,7 @@ def _user_text(
     return "\n".join(lines)
 
 
-build_prompt = ChatFormat(SYSTEM_PROMPT, _user_text)  # the default agent's prompt format
+build_prompt = ChatFormat(SYSTEM_PROMPT, _user_text, SYSTEM_PROMPT_ANSWERS)  # the default agent's format
 
 
 def chat_prompt(system: str, text: str, observation: Observation, *, with_image: bool) -> Prompt:

@@ -7,6 +7,7 @@ surface as DeviceError / DeviceNotFoundError, bad agent actions as InvalidAction
 from __future__ import annotations
 
 import contextlib
+import io
 import re
 import shlex
 import struct
@@ -109,6 +110,11 @@ class Device:
                 self._shell_v2 = "shell_v2" in self._adb.get_features().split(",")
             result = self._adb.shell2(cmd, timeout=timeout_s, v2=self._shell_v2)
         return ShellResult(output=result.output, exit_code=result.returncode)
+
+    def push(self, data: bytes, remote: str) -> None:
+        """Write `data` to the device file `remote`, as `adb push` does (a task's seed files)."""
+        with self._adb_errors(f"pushing {remote}"):
+            self._adb.sync.push(io.BytesIO(data), remote)
 
     def _reconnecting(self, run: Callable[[], _T], idempotent: bool) -> _T:
         try:
@@ -235,7 +241,7 @@ class Device:
     def act(self, action: Action, observation: Observation) -> None:
         """Execute one action on the screen `observation` showed. Terminal actions do nothing here."""
         kind = action.type
-        if kind in (ActionType.DONE, ActionType.INFEASIBLE):
+        if action.is_terminal:
             return
         if kind is ActionType.TAP:
             self._run(gestures.tap_command(*self._point(action, observation)), observation.ui_xml)

@@ -116,6 +116,7 @@ SCRIPT = r"""
     if (o.kind === 'type') text(unit * 3, step.h - unit * 6, '\u2328 ' + o.label.slice(5), '#1e5bd8');
     if (o.kind === 'done') text(unit * 3, unit * 8, '\u2714 done', '#1d7a3e');
     if (o.kind === 'infeasible') text(unit * 3, unit * 8, '\u2716 infeasible', '#c0392b');
+    if (o.kind === 'answer') text(unit * 3, unit * 8, '\u275d ' + o.label.slice(7), '#1e5bd8');
     if (o.kind === 'invalid') text(unit * 3, unit * 8, '\u26a0 invalid', '#c0392b');
     if (['key', 'open_app', 'wait'].includes(o.kind)) text(unit * 3, step.h - unit * 6, o.label, '#333');
     return svg;
@@ -177,7 +178,9 @@ SCRIPT = r"""
                    (tick.dataset.mark ? ' (' + tick.dataset.mark + ')' : '');
       row.appendChild(tick);
     });
-    const said = '\u2192 said ' + ep.said + ' at step ' + ep.said_at;
+    let said = '\u2192 said ' + ep.said + ' at step ' + ep.said_at;
+    const judged = ep.answer_correct ? 'right' : 'wrong';
+    if (ep.answer !== undefined) said += ': "' + ep.answer + '" (' + judged + ')';
     if (ep.said) row.appendChild(el('span', { class: 'said' }, said));
     return row;
   }

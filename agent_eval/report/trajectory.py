@@ -59,6 +59,8 @@ def describe(action: Action | None) -> str:
         return f"open {action.app}"
     if kind is ActionType.WAIT:
         return f"wait {action.seconds:g} s" if action.seconds else "wait"
+    if kind is ActionType.ANSWER:
+        return f'answer "{action.text or ""}"'
     return kind.value
 
 
@@ -157,6 +159,12 @@ def step_view(
     }
 
 
+def _answer_view(episode: EpisodeRecord) -> dict[str, Any]:
+    if episode.answer is None:
+        return {}
+    return {"answer": episode.answer, "answer_correct": episode.answer_correct}
+
+
 def episode_view(
     run_dir: Path, episode: EpisodeRecord, steps: list[StepRecord], made: Thumbnails | None = None
 ) -> dict[str, Any]:
@@ -177,4 +185,6 @@ def episode_view(
         "error": episode.error,
         "params": episode.params,
         "steps": [step_view(run_dir, episode_dir, s, element_centres, made or {}) for s in steps],
+        # Only answer episodes carry these, so the page of a run without answers stays as it was.
+        **_answer_view(episode),
     }

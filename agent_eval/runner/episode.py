@@ -24,6 +24,7 @@ from agent_eval.records import (
     StepLatency,
     StepRecord,
     classify,
+    classify_answer,
 )
 from agent_eval.rundir import STEPS_FILE
 from agent_eval.screen.observation import Observation
@@ -42,6 +43,8 @@ class _Tally:
     invalid_actions: int = 0
     said: Said | None = None
     said_at_step: int | None = None
+    answer: str | None = None
+    answer_correct: bool | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency: StepLatency = field(default_factory=StepLatency)
@@ -84,7 +87,10 @@ def run_episode(
     error: str | None = None
     try:
         _play(device, instance, policy, episode_dir, tally, snapshot)
-        outcome = classify(tally.goal_timeline, tally.said)
+        if instance.task.answer is not None:
+            outcome = classify_answer(tally.goal_timeline, tally.said, tally.answer_correct)
+        else:
+            outcome = classify(tally.goal_timeline, tally.said)
     except InfraError as e:
         outcome, error = Outcome.INFRA_ERROR, str(e)
     return _record(instance, played, tally, outcome, error)
@@ -176,19 +182,6 @@ def _look(device: EpisodeDevice, instance: TaskInstance, tally: _Tally, lat: Ste
     return observation
 
 
-def _context(
-    instance: TaskInstance, step: int, observation: Observation, history: list[PastStep]
-) -> StepContext:
-    return StepContext(
-        goal=instance.goal,
-        step=step,
-        max_steps=instance.task.max_steps,
-        observation=observation,
-        history=tuple(history),
-        seed=instance.seed,
-    )
-
-
 def _play(
     device: EpisodeDevice,
     instance: TaskInstance,
@@ -218,7 +211,7 @@ def _play(
             summary = action_summary(action, observation)
 
             if action is not None and action.is_terminal:
-                tally.said = "done" if action.type.value == "done" else "infeasible"
+                _said(device, instance, action, observation, tally)
                 tally.said_at_step = step
             elif action is None:
                 tally.invalid_actions += 1
@@ -244,6 +237,35 @@ def _play(
             tally.add(lat)
             if tally.said is not None:
                 break
+
+
+def _context(
+    instance: TaskInstance, step: int, observation: Observation, history: list[PastStep]
+) -> StepContext:
+    return StepContext(
+        goal=instance.goal,
+        step=step,
+        max_steps=instance.task.max_steps,
+        observation=observation,
+        history=tuple(history),
+        seed=instance.seed,
+        answers=instance.task.answer is not None,  # the task asks a question: offer the answer action
+    )
+
+
+_SAID: dict[str, Said] = {"done": "done", "infeasible": "infeasible", "answer": "answer"}
+
+
+def _said(
+    device: EpisodeDevice, instance: TaskInstance, action: Action, observation: Observation, tally: _Tally
+) -> None:
+    """Record the terminal action; an answer is judged by the task's answer check, if it has one."""
+    tally.said = _SAID[action.type.value]
+    if action.type.value != "answer":
+        return
+    tally.answer = action.text or ""
+    if instance.task.answer is not None:
+        tally.answer_correct = goal_holds(instance.task.answer, device, observation, answer=tally.answer)
 
 
 def _step_record(step: int, episode_dir: Path, observation: Observation, decision: Decision) -> StepRecord:

@@ -90,6 +90,10 @@ def task_from_data(data: Any, source: Path | str) -> Task:
             f"{source}: " + ("\n  ".join(shown) if len(shown) == 1 else "\n  " + "\n  ".join(shown))
         ) from e
     task._source = Path(source)
+    for number, seed in enumerate(task.files):
+        local = seed.local(task.source)
+        if local is not None and not local.is_file():
+            raise TaskError(f"{source}: files[{number}].source: no such file {local}")
     return task
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from agent_eval.action import ActionType, Direction, Key
+from agent_eval.task import answer_kind, data_kinds
 from agent_eval.task import params as task_params
 from agent_eval.task.goal_kinds import (
     CHECK_MODELS,
@@ -29,7 +30,14 @@ from agent_eval.task.goal_kinds import (
     ShellPredicate,
     _as_text,
 )
-from agent_eval.task.registry import Predicate, holds_predicates, predicate_kinds, predicate_models
+from agent_eval.task.registry import (
+    GoalPredicate,
+    Predicate,
+    holds_predicates,
+    predicate_kinds,
+    predicate_models,
+)
+from agent_eval.task.seeding import SeedFile, check_setup_command
 from agent_eval.task.strict import Strict as _Strict
 
 
@@ -90,8 +98,17 @@ class Task(_Strict):
     version: int = Field(1, ge=1)
     goal: str = Field(min_length=1, description="The instruction shown to the agent.")
     start: Start = Field(default_factory=Start)
-    setup: list[str] = Field(default_factory=list, description="adb shell commands run after reset.")
+    setup: list[Annotated[str, AfterValidator(check_setup_command)]] = Field(
+        default_factory=list,
+        description="adb shell commands run after reset (content insert ... seeds data).",
+    )
+    files: list[SeedFile] = Field(default_factory=list, description="Files pushed to the device after setup.")
     goal_state: Predicate
+    answer: Predicate | None = Field(
+        None,
+        description="Answer tasks: the check of the agent's final answer (an `answer:` predicate, alone or "
+        "in all/any/not); goal_state is then the screen that shows the answer.",
+    )
     max_steps: int = Field(15, ge=1, le=500)
     params: dict[str, list[str | dict[str, str]]] = Field(default_factory=dict)
     verify: bool = Field(
@@ -129,6 +146,19 @@ class Task(_Strict):
         return cleaned
 
     @model_validator(mode="after")
+    def _answer_where_it_is_judged(self) -> Task:
+        if any(isinstance(p, answer_kind.AnswerPredicate) for p in _walk(self.goal_state)):
+            raise ValueError(
+                "goal_state cannot check the answer (it is judged when the agent answers): move the "
+                "answer predicate to `answer:`"
+            )
+        if self.answer is not None and not any(
+            isinstance(p, answer_kind.AnswerPredicate) for p in _walk(self.answer)
+        ):
+            raise ValueError("`answer:` needs an answer predicate, e.g. answer: {answer: {equals: '42'}}")
+        return self
+
+    @model_validator(mode="after")
     def _goal_placeholders(self) -> Task:
         missing = task_params.unfilled(self.goal, task_params.placeholders(self.params))
         if missing:
@@ -161,6 +191,8 @@ class Task(_Strict):
             start=resolved.start,
             setup=tuple(resolved.setup),
             goal_state=resolved.goal_state,
+            answer=resolved.answer,
+            files=tuple(resolved.files),
             oracle=tuple(resolved.oracle) if resolved.oracle is not None else None,
         )
 
@@ -177,6 +209,8 @@ class TaskInstance:
     setup: tuple[str, ...]
     goal_state: Predicate
     oracle: tuple[OracleStep, ...] | None
+    answer: Predicate | None = None
+    files: tuple[SeedFile, ...] = ()
 
     def __hash__(self) -> int:
         # The task holds lists (unhashable); an instance is identified by task, version and seed.
@@ -191,12 +225,23 @@ class TaskInstance:
         return self.task.verify
 
 
+def _walk(predicate: GoalPredicate) -> list[GoalPredicate]:
+    """The predicate and every predicate inside it (all/any/not, or a plug-in's own combination)."""
+    found = [predicate]
+    for name in type(predicate).model_fields:
+        value = getattr(predicate, name)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, GoalPredicate):
+                found += _walk(item)
+    return found
+
+
 holds_predicates(Task)
 
 
 def task_models() -> tuple[type[BaseModel], ...]:
     """Every model a task file's fields come from (for "did you mean" hints), registered kinds included."""
-    return (Task, Start, OracleStep, *CHECK_MODELS, *predicate_models())
+    return (Task, Start, OracleStep, SeedFile, *CHECK_MODELS, *data_kinds.DATA_CHECKS, *predicate_models())
 
 
 __all__ = [

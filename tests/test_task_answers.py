@@ -1,0 +1,242 @@
+"""Answer tasks and the data predicates on a fake device: the answer action (parser, prompts, schema,
+outcome), the `answer`, `content_query`, `file` and `sqlite` predicates, and seed data checked at load."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_eval.action import ActionType
+from agent_eval.agent import compact, prompt
+from agent_eval.agent.llm import LLMPolicy
+from agent_eval.agent.parse import parse_action
+from agent_eval.agent.policy import StepContext
+from agent_eval.device.adb import ShellResult
+from agent_eval.errors import TaskError
+from agent_eval.records import Outcome, classify_answer
+from agent_eval.screen.observation import Observation
+from agent_eval.task import goal_holds
+from agent_eval.task.data_kinds import parse_content_rows
+from agent_eval.task.loading import task_from_data
+
+CONTACTS = "Row: 0 display_name=Dana Reyes, data1=+1 555-0134\nRow: 1 display_name=Sam, Jr., data1=555 0199\n"
+
+
+GOAL = {"setting": {"namespace": "global", "key": "x", "equals": "1"}}
+
+
+class FakeDevice:
+    """Answers shell commands from a table; records what it was asked."""
+
+    def __init__(self, answers: dict[str, ShellResult]) -> None:
+        self.answers = answers
+        self.asked: list[str] = []
+
+    def shell(self, cmd: str, timeout_s: float = 10, *, idempotent: bool = False) -> ShellResult:
+        self.asked.append(cmd)
+        return self.answers.get(cmd, ShellResult("", 1))
+
+    def setting(self, namespace: str, key: str) -> str | None:
+        return None
+
+    def focused_activity(self) -> str:
+        return "com.android.settings/.Settings"
+
+    def settled_ui(self) -> str:
+        return "<hierarchy/>"
+
+
+def task(goal_state: dict[str, Any], **more: Any) -> Any:
+    return task_from_data(
+        {"id": "t", "goal": "What is Dana's number?", "goal_state": goal_state, **more}, "t.yaml"
+    )
+
+
+def holds(goal_state: dict[str, Any], device: FakeDevice) -> bool:
+    return goal_holds(task(goal_state).goal_state, device)
+
+
+def answered(check: dict[str, Any], answer: str | None) -> bool:
+    """The task's `answer:` check on the agent's final answer (None: it gave none)."""
+    loaded = task(GOAL, answer={"answer": check})
+    return goal_holds(loaded.answer, FakeDevice({}), answer=answer)
+
+
+# -- the answer action -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"type": "answer", "text": "555-0134"}',
+        '{"answer": "555-0134"}',
+        '{"action": "reply", "text": "555-0134"}',
+    ],
+)
+def test_the_parser_reads_an_answer_and_its_text(text: str) -> None:
+    parsed = parse_action(text)
+    assert parsed.action is not None and parsed.action.type is ActionType.ANSWER
+    assert parsed.action.text == "555-0134" and parsed.action.is_terminal
+
+
+def test_an_answer_without_text_is_an_invalid_step() -> None:
+    assert parse_action('{"type": "answer"}').reason == 'answer needs the "text" of the answer'
+
+
+def test_only_a_task_that_asks_a_question_is_offered_the_answer_action() -> None:
+    # The compact prompt is what the shipped adapter was trained on: other tasks' prompts keep every byte.
+    assert compact.SYSTEM_PROMPT == (
+        "Phone agent. Reply with one JSON action: tap, long_press, type, scroll, swipe, key, open_app, wait,"
+        " done, infeasible."
+    )
+    assert "answer" in compact.SYSTEM_PROMPT_ANSWERS and "answer" in prompt.SYSTEM_PROMPT_ANSWERS
+    assert '"answer"' not in prompt.SYSTEM_PROMPT
+
+    sent: list[tuple[list[dict[str, Any]], dict[str, Any] | None]] = []
+
+    class Client:
+        endpoint = type("E", (), {"accepts_images": False})()
+
+        def chat(self, messages: list[dict[str, Any]], json_schema: Any = None, seed: int = 0) -> Any:
+            sent.append((messages, json_schema))
+            reply = {"text": '{"type": "done"}', "finish_reason": "stop", "prompt_tokens": 1}
+            return type("R", (), {**reply, "completion_tokens": 1, "waited_s": 0.0})()
+
+    policy = LLMPolicy(Client(), prompt_format=compact.build_prompt)  # type: ignore[arg-type]
+    screen = Observation(b"", "", (), "com.android.contacts/.People", 1080, 2400)
+    for answers in (False, True):
+        policy.decide(StepContext("Q?", 1, 5, screen, (), 0, answers=answers))
+    (plain, plain_schema), (asking, asking_schema) = sent
+    assert (
+        plain[0]["content"] == compact.SYSTEM_PROMPT and asking[0]["content"] == compact.SYSTEM_PROMPT_ANSWERS
+    )
+    types = [a["properties"]["type"]["enum"][0] for a in (asking_schema or {})["anyOf"]]
+    assert "answer" in types and "answer" not in json.dumps(plain_schema)
+
+
+def test_an_answer_task_succeeds_only_on_a_right_answer() -> None:
+    assert classify_answer([False, True], "answer", True) is Outcome.SUCCESS
+    assert classify_answer([False, False], "answer", True) is Outcome.SUCCESS  # known without looking
+    assert classify_answer([False, True], "answer", False) is Outcome.NO_STOP
+    assert classify_answer([False, True], "done", None) is Outcome.NO_STOP
+    assert classify_answer([False, False], "answer", False) is Outcome.PREMATURE_DONE
+    assert classify_answer([False, False], None, None) is Outcome.NAV_FAIL
+
+
+# -- the answer predicate ----------------------------------------------------------------------------------
+
+
+def test_the_answer_is_compared_after_the_declared_normalisation() -> None:
+    digits = {"equals": "+1 (555) 0134", "normalize": ["digits"]}
+    assert answered(digits, "15550134") and answered(digits, "+1 555-0134")
+    assert not answered(digits, "555-0134") and not answered(digits, None)
+    words = {"equals": ["Dana Reyes", "Dana"]}  # case and whitespace by default
+    assert answered(words, "  dana   REYES ") and answered(words, "Dana")
+    pattern = {"matches": r"0?7:30( am)?", "normalize": ["case"]}
+    assert answered(pattern, "7:30 AM") and not answered(pattern, "17:30")
+
+
+def test_a_bad_answer_pattern_fails_at_load_naming_file_and_field() -> None:
+    with pytest.raises(TaskError, match=r"t\.yaml: answer\.matches: not a valid regular expression"):
+        task(
+            {"setting": {"namespace": "global", "key": "x", "equals": "1"}},
+            answer={"answer": {"matches": "(7"}},
+        )
+
+
+def test_the_answer_is_checked_in_answer_not_in_goal_state() -> None:
+    with pytest.raises(TaskError, match="goal_state cannot check the answer"):
+        task({"answer": {"equals": "1"}})
+    with pytest.raises(TaskError, match="`answer:` needs an answer predicate"):
+        task(
+            {"file": {"path": "/sdcard/a", "exists": True}},
+            answer={"file": {"path": "/sdcard/a", "exists": True}},
+        )
+
+
+# -- content_query, file, sqlite ---------------------------------------------------------------------------
+
+
+def test_content_rows_parse_in_androids_format() -> None:
+    assert parse_content_rows("No result found.\n") == []
+    rows = parse_content_rows(CONTACTS)
+    assert rows == [
+        {"display_name": "Dana Reyes", "data1": "+1 555-0134"},
+        {"display_name": "Sam, Jr.", "data1": "555 0199"},  # a ", " inside a value stays in it
+    ]
+    with pytest.raises(TaskError, match="refused the query"):
+        parse_content_rows("Error while accessing provider:contacts\njava.lang.IllegalArgumentException: x")
+
+
+def test_content_query_checks_rows_through_the_shell() -> None:
+    uri = "content://com.android.contacts/data/phones"
+    where = "display_name LIKE 'D%'"
+    command = shlex.join(
+        ["content", "query", "--uri", uri, "--projection", "display_name:data1", "--where", where]
+    )
+    device = FakeDevice({command: ShellResult(CONTACTS, 0)})
+    base = {"uri": uri, "projection": ["display_name", "data1"], "where": where}
+    assert holds({"content_query": {**base, "exists": True}}, device)
+    assert holds({"content_query": {**base, "count": 2}}, device)
+    assert holds({"content_query": {**base, "field": "data1", "equals": "555 0199"}}, device)
+    assert not holds({"content_query": {**base, "field": "data1", "matches": "^9"}}, device)
+    assert device.asked[0] == command
+    empty = FakeDevice({f"content query --uri {uri}": ShellResult("No result found.\n", 0)})
+    assert holds({"content_query": {"uri": uri, "exists": False}}, empty)
+
+
+def test_file_and_sqlite_predicates() -> None:
+    device = FakeDevice(
+        {
+            "ls -d /sdcard/Download/a.txt": ShellResult("/sdcard/Download/a.txt\n", 0),
+            "cat /sdcard/Download/a.txt": ShellResult("milk\neggs\n", 0),
+            "su 0 sqlite3 /data/user_de/0/com.google.android.deskclock/databases/alarms.db "
+            "'SELECT hour, minutes FROM alarm_templates WHERE label='\"'\"'Gym'\"'\"''": ShellResult(
+                "7|30\n", 0
+            ),
+        }
+    )
+    assert holds({"file": {"path": "/sdcard/Download/a.txt", "exists": True}}, device)
+    assert holds({"file": {"path": "/sdcard/Download/b.txt", "exists": False}}, device)
+    assert holds({"file": {"path": "/sdcard/Download/a.txt", "contains": "eggs"}}, device)
+    assert not holds({"file": {"path": "/sdcard/Download/b.txt", "contains": "eggs"}}, device)
+    db = "/data/user_de/0/com.google.android.deskclock/databases/alarms.db"
+    sql = "SELECT hour, minutes FROM alarm_templates WHERE label='Gym'"
+    assert holds({"sqlite": {"database": db, "query": sql, "equals": "7|30"}}, device)
+    assert holds({"sqlite": {"database": db, "query": sql, "rows": 1}}, device)
+
+
+# -- seed data ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "wanted"),
+    [
+        ("content insert --uri content://sms/inbox --bind body:x:hi", "not COLUMN:TYPE:VALUE"),
+        ("content insert --uri content://sms/inbox --bind date:l:noon", "'noon' is not a number of type l"),
+        ("content insert --uri sms/inbox --bind body:s:hi", "is not a content URI"),
+        ("content insert --bind body:s:hi", "needs exactly one --uri"),
+        ("content add --uri content://sms/inbox", "takes one of insert, update, delete, query"),
+        ("content insert --uri content://sms/inbox --bind 'body:s:unclosed", "cannot split"),
+    ],
+)
+def test_bad_seed_commands_fail_at_load_naming_file_and_setup_entry(command: str, wanted: str) -> None:
+    good = "content insert --uri content://sms/inbox --bind address:s:+15550100 --bind body:s:Hi%sthere"
+    with pytest.raises(TaskError) as error:
+        task(GOAL, setup=[good, command])
+    assert str(error.value).startswith(f"t.yaml: setup[1]: `{command}`: ") and wanted in str(error.value)
+    assert task(GOAL, setup=[good]).setup == [good]
+
+
+def test_seed_files_need_one_source_and_a_file_that_exists(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match=r"t\.yaml: files\[0\]: give exactly one of 'source'"):
+        task(GOAL, files=[{"to": "/sdcard/a.txt"}])
+    with pytest.raises(TaskError, match=r"t\.yaml: files\[0\]\.source: no such file"):
+        task(GOAL, files=[{"to": "/sdcard/a.txt", "source": str(tmp_path / "missing.txt")}])
+    (tmp_path / "list.txt").write_text("milk\n")
+    loaded = task(GOAL, files=[{"to": "/sdcard/Download/list.txt", "source": str(tmp_path / "list.txt")}])
+    assert loaded.files[0].local(None) == tmp_path / "list.txt"
