@@ -43,6 +43,13 @@ def parse_content_rows(output: str) -> list[dict[str, str]]:
     return rows
 
 
+def _exactly_one(check: Strict, names: tuple[str, ...]) -> Strict:
+    """`check` when exactly one of the expectations `names` is given; else ValueError naming them."""
+    if sum(getattr(check, name) is not None for name in names) != 1:
+        raise ValueError(f"give exactly one of: {', '.join(names)}")
+    return check
+
+
 class ContentQueryCheck(Strict):
     """Rows of `content query --uri URI [--projection a:b] [--where W]`: some exist, none exist, a count, or a
     row whose `field` equals (or matches) a value."""
@@ -114,11 +121,7 @@ class FileCheck(Strict):
 
     _text = field_validator("contains", "equals", mode="before")(_as_text)
 
-    @model_validator(mode="after")
-    def _one_expectation(self) -> FileCheck:
-        if sum(v is not None for v in (self.exists, self.contains, self.equals)) != 1:
-            raise ValueError("give exactly one of: exists, contains, equals")
-        return self
+    _one = model_validator(mode="after")(lambda self: _exactly_one(self, ("exists", "contains", "equals")))
 
 
 class FilePredicate(GoalPredicate):
@@ -151,11 +154,7 @@ class SqliteCheck(Strict):
     _text = field_validator("equals", mode="before")(_as_text)
     _regex = field_validator("matches")(_check_regex)
 
-    @model_validator(mode="after")
-    def _one_expectation(self) -> SqliteCheck:
-        if sum(v is not None for v in (self.equals, self.matches, self.rows)) != 1:
-            raise ValueError("give exactly one of: equals, matches, rows")
-        return self
+    _one = model_validator(mode="after")(lambda self: _exactly_one(self, ("equals", "matches", "rows")))
 
 
 class SqlitePredicate(GoalPredicate):
