@@ -137,13 +137,18 @@ def _grid_of_one_build(tasks: list[Path], builds: BuildSet, flags: dict[str, Any
     """The grid on the given (or a connected, else a started) phone, with the endpoint as its only build."""
     name = builds.reference.name
     overrides = {**_grid_overrides(flags), "seeds": flags["seeds"] or 1, "adaptive": False}
-    for key in ("builds_file", "builds", "reference", "devices", "cluster", "run_dir"):
+    for key in ("builds_file", "builds", "reference", "cluster", "run_dir"):
         overrides.pop(key)
     spec = spec_from(tasks, **overrides)
     run_dir = flags["run_dir"] or Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{name}"
     console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-    request = DeviceRequest(serials=tuple(flags["serials"]), phone_port=flags["phone_port"])
-    say = lambda text: console.print(f"[dim]{text}")  # noqa: E731
+    # As before the grid ran it: the named phones, else a connected one, else phones started here.
+    serials, count = tuple(flags["serials"]), flags["device_count"] or 0
+    request = DeviceRequest(serials=serials, count=count, phone_port=flags["phone_port"])
+
+    def say(text: str) -> None:
+        console.print(f"[dim]{text}")
+
     with device_backend(spec.device_backend).devices(request, say) as on:
         bars = sys.stdout.isatty() and not flags["no_bars"]
         result = run_grid(spec, run_dir=run_dir, console=console, bars=bars, devices=on, builds=builds)
