@@ -137,8 +137,8 @@ def _grid_of_one_build(tasks: list[Path], builds: BuildSet, flags: dict[str, Any
     """The grid on the given (or a connected, else a started) phone, with the endpoint as its only build."""
     name = builds.reference.name
     overrides = {**_grid_overrides(flags), "seeds": flags["seeds"] or 1, "adaptive": False}
-    for key in ("builds_file", "builds", "reference", "cluster", "run_dir"):
-        overrides.pop(key)
+    for key in ("builds_file", "builds", "reference", "cluster", "run_dir", "bars"):
+        overrides.pop(key, None)
     spec = spec_from(tasks, **overrides)
     run_dir = flags["run_dir"] or Path("runs") / f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{name}"
     console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
