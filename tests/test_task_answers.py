@@ -10,15 +10,16 @@ from typing import Any
 
 import pytest
 
-from agent_eval.action import ActionType
+from agent_eval.action import Action, ActionType
 from agent_eval.agent import compact, prompt
 from agent_eval.agent.llm import LLMPolicy
 from agent_eval.agent.parse import parse_action
-from agent_eval.agent.policy import StepContext
+from agent_eval.agent.policy import Decision, StepContext
 from agent_eval.device.adb import ShellResult
 from agent_eval.errors import TaskError
 from agent_eval.records import Outcome, classify_answer
-from agent_eval.screen.observation import Observation
+from agent_eval.runner.episode import run_episode
+from agent_eval.screen.observation import Bounds, Element, Observation
 from agent_eval.task import goal_holds
 from agent_eval.task.data_kinds import parse_content_rows
 from agent_eval.task.loading import task_from_data
@@ -240,3 +241,73 @@ def test_seed_files_need_one_source_and_a_file_that_exists(tmp_path: Path) -> No
     (tmp_path / "list.txt").write_text("milk\n")
     loaded = task(GOAL, files=[{"to": "/sdcard/Download/list.txt", "source": str(tmp_path / "list.txt")}])
     assert loaded.files[0].local(None) == tmp_path / "list.txt"
+
+
+# -- an answer episode, end to end on a fake phone ---------------------------------------------------------
+
+
+class FakePhone(FakeDevice):
+    """A phone whose one screen shows the device name, for run_episode."""
+
+    serial = "fake-1"
+
+    def __init__(self) -> None:
+        super().__init__({})
+        label = Element(
+            0, "android.widget.TextView", "Lab Phone", "", "", "com.android.settings", Bounds(0, 0, 9, 9)
+        )
+        self.screen = Observation(b"", "", (label,), "com.android.settings/.Settings", 1080, 2400)
+        self.shown = False
+
+    def shell(self, cmd: str, timeout_s: float = 10, *, idempotent: bool = False) -> ShellResult:
+        self.asked.append(cmd)
+        return ShellResult("", 0)
+
+    def observe(self) -> Observation:
+        return self.screen if self.shown else Observation(b"", "", (), "launcher/.Home", 1080, 2400)
+
+    def act(self, action: Action, observation: Observation) -> None:
+        self.shown = True
+
+    def reset(self, snapshot: str | None = "default_boot") -> None:
+        self.shown = False
+
+    def open_app(self, app: str) -> str:
+        self.shown = True
+        return app
+
+    def start_activity(self, component: str) -> None:
+        self.shown = True
+
+    def start_intent(self, action: str) -> None:
+        self.shown = True
+
+    def wait_until_online(self, timeout_s: float = 60.0) -> None:
+        return None
+
+
+class Answering:
+    """Opens the page, then answers; records whether it was offered the answer action."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer, self.offered = answer, False
+
+    def decide(self, context: StepContext) -> Decision:
+        self.offered = context.answers
+        if context.step == 1:
+            return Decision(Action(type=ActionType.OPEN_APP, app="Settings"))
+        return Decision(Action(type=ActionType.ANSWER, text=self.answer))
+
+
+@pytest.mark.parametrize(("said", "outcome"), [("lab phone", Outcome.SUCCESS), ("Pixel", Outcome.NO_STOP)])
+def test_an_answer_episode_records_the_answer_and_judges_it(
+    tmp_path: Path, said: str, outcome: Outcome
+) -> None:
+    loaded = task({"element": {"text": "Lab Phone"}}, answer={"answer": {"equals": "Lab Phone"}})
+    policy = Answering(said)
+    record = run_episode(
+        FakePhone(), loaded.instantiate(0), policy, build="b", run_id="r", episode_dir=tmp_path
+    )
+    assert policy.offered and record.outcome is outcome and record.reached
+    assert record.said == "answer" and record.said_at_step == 2 and record.answer == said
+    assert record.answer_correct is (outcome is Outcome.SUCCESS) and record.goal_timeline == [False, True]
