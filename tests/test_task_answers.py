@@ -303,7 +303,9 @@ class Answering:
 def test_an_answer_episode_records_the_answer_and_judges_it(
     tmp_path: Path, said: str, outcome: Outcome
 ) -> None:
-    loaded = task({"element": {"text": "Lab Phone"}}, answer={"answer": {"equals": "Lab Phone"}})
+    # The answer check is the seed's: its parameters are filled in before the answer is judged.
+    params = {"params": {"name": ["Lab Phone"]}}
+    loaded = task({"element": {"text": "{name}"}}, answer={"answer": {"equals": "{name}"}}, **params)
     policy = Answering(said)
     record = run_episode(
         FakePhone(), loaded.instantiate(0), policy, build="b", run_id="r", episode_dir=tmp_path

@@ -264,8 +264,8 @@ def _said(
     if action.type.value != "answer":
         return
     tally.answer = action.text or ""
-    if instance.task.answer is not None:
-        tally.answer_correct = goal_holds(instance.task.answer, device, observation, answer=tally.answer)
+    if instance.answer is not None:  # the check with this seed's parameters filled in
+        tally.answer_correct = goal_holds(instance.answer, device, observation, answer=tally.answer)
 
 
 def _step_record(step: int, episode_dir: Path, observation: Observation, decision: Decision) -> StepRecord:
