@@ -7,9 +7,15 @@ import struct
 from pathlib import Path
 
 import pytest
+from _cpu import ENV as CPU_ENV
+from _cpu import HOSTS
+from click.testing import CliRunner
 
+from agent_eval.builds.engines import LlamaCpp
 from agent_eval.builds.gguf_file import read_gguf
 from agent_eval.builds.rungs import gguf_grid_bits
+from agent_eval.builds.spec import repo_root
+from agent_eval.cli import cli
 from agent_eval.errors import BuildError
 
 
@@ -80,3 +86,21 @@ def test_a_missing_file_says_so(tmp_path: Path) -> None:
 )
 def test_each_type_sits_at_the_width_it_is_named_for(gguf_type: str, bits: int | None) -> None:
     assert gguf_grid_bits(gguf_type) == bits
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTS))
+def test_the_ladder_lists_at_least_eight_gguf_rungs_runnable_on_every_cpu_kind(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CPU_ENV, HOSTS[kind])
+    monkeypatch.setattr(LlamaCpp, "missing_software", lambda self: None)  # the CPU decides here, not the venv
+    result = CliRunner().invoke(cli, ["builds", "list", str(repo_root() / "builds" / "ladder.yaml")])
+    assert result.exit_code == 0, result.output
+    gguf = [line for line in result.output.splitlines() if " llama.cpp " in line]
+    assert len(gguf) >= 8 and all(line.endswith("runs here") for line in gguf), result.output
+    assert {line.split()[0] for line in gguf} >= {
+        "gguf-bf16",
+        "gguf-q8_0",
+        "gguf-q4_k_m",
+        "gguf-q4_k_m-noimat",
+    }
