@@ -42,6 +42,19 @@ def check_gguf_recipe(source: str | None, gguf_type: str | None, calibration: st
         raise ValueError(f"gguf_type {gguf_type}: a conversion takes no importance matrix (no 'calibration')")
 
 
+TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
+
+
+def tokenizer_hash(source_dir: Path | None) -> str:
+    """sha256 of the files besides the weights that the converter writes into the GGUF."""
+    digest = hashlib.sha256()
+    for name in TOKENIZER_FILES:
+        file = source_dir / name if source_dir is not None else None
+        if file is not None and file.is_file():
+            digest.update(name.encode() + b"\0" + file.read_bytes())
+    return "tokenizer=sha256:" + digest.hexdigest()
+
+
 def tool_dir() -> Path:
     return Path(sys.executable).parent
 

@@ -336,6 +336,9 @@ def _source_hash(
         ready.update(_prepare_one(source, builds, gguf, gguf_hash, ready, force, say))
     if recipe.kind == "merge-adapter":
         return f"{ready[source.name]}+{adapter_hash(repo_root() / (recipe.adapter or ''))}"
+    if recipe.kind == "gguf" and recipe.gguf_type in gguf_rungs.CONVERT_TYPES:
+        # The converted file also carries the tokenizer and chat template, which the weights hash leaves out.
+        return f"{ready[source.name]}+{gguf_rungs.tokenizer_hash(source.resolved_path())}"
     return ready[source.name]
 
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from agent_eval.builds.spec import Build, BuildSet
 
-# prompt_logprobs over token ids is a vLLM API; llama.cpp's server has no equivalent.
-PROBE_ENGINES = frozenset({"vllm-cpu"})
+# prompt_logprobs over token ids: vLLM's API, which the llama.cpp engine process answers too.
+PROBE_ENGINES = frozenset({"vllm-cpu", "llama.cpp"})
 
 
 def probe_builds(
