@@ -100,7 +100,8 @@ def convert(source_dir: Path, out: Path, out_type: str) -> None:
     """HF checkpoint → GGUF of `out_type` (bf16/f16) with llama.cpp's convert_hf_to_gguf.py."""
     tmp = out.with_name(f".{out.name}.tmp")
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, str(converter()), str(source_dir), "--outfile", str(tmp)]
+    driver = Path(__file__).with_name("_convert_script.py")  # takes the byte-level BPE vocabulary path
+    command = [sys.executable, str(driver), str(converter()), str(source_dir), "--outfile", str(tmp)]
     command += ["--outtype", out_type]
     _run(command, f"converting {source_dir.name} to GGUF {out_type}", out.parent)
     tmp.rename(out)
