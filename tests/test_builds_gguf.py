@@ -139,9 +139,14 @@ def test_the_importance_matrix_changes_the_weights_and_prepare_repeats_itself(pr
     assert with_matrix is not None and without is not None
     assert with_matrix.weights_hash != without.weights_hash
     assert with_matrix.calibration_hash is not None and "calibration=" in (with_matrix.source_hash or "")
+    source, converted = prepared.get("tiny-bf16").resolved_path(), read_prepared(prepared.get("tiny-bf16"))
+    assert source is not None and converted is not None
+    for matrix in source.parent.glob("imatrix-*.gguf"):
+        matrix.unlink()  # computed again too, not taken from the last run
     again = prepare(prepared, only=["tiny-bf16", "tiny-q4_k_m"], force=True, say=lambda _: None)
+    assert _facts(prepared, "tiny-q4_k_m")["imatrix_hash"] == (with_matrix.gguf or {})["imatrix_hash"]
     assert again["tiny-q4_k_m"] == with_matrix.weights_hash  # same inputs, same bytes
-    assert again["tiny-bf16"] == read_prepared(prepared.get("tiny-bf16")).weights_hash  # type: ignore[union-attr]
+    assert again["tiny-bf16"] == converted.weights_hash
 
 
 @pytest.mark.slow
@@ -156,6 +161,7 @@ def test_a_truncated_or_corrupt_gguf_is_refused_by_name(prepared: BuildSet, tmp_
         path.parent.mkdir()
         path.write_bytes(content)
         broken.update(name=f"broken-{what}", model_path=str(path))
+        broken.pop("prepare")
         build = parse_builds({"builds": [{**broken, "reference": True}]}, "broken").get(f"broken-{what}")
         with pytest.raises(BuildError, match=f"broken-{what}.*(truncated|not a GGUF)"):
             verify(build)
