@@ -124,7 +124,8 @@ def test_each_file_records_its_type_bits_and_tools(prepared: BuildSet) -> None:
     # 128-wide rows fall back to a block-32 type; only down_proj's 256-wide rows take a k-quant.
     assert q4["tensor_types"].get("q4_K", 0) + q4["tensor_types"].get("q6_K", 0) >= 2, q4["tensor_types"]
     assert any(t in q4["tensor_types"] for t in ("q5_0", "q5_1", "q8_0")), q4["tensor_types"]
-    assert 4.0 < q4["bits_per_weight"] < 6.5
+    # Measured 8.37: the tied 49152 × 128 embedding dominates and falls back to q8_0, far from the name's 4.5.
+    assert 4.5 < q4["bits_per_weight"] < q8["bits_per_weight"]
     assert q4["imatrix_hash"].startswith("sha256:") and q8["imatrix_hash"] is None
     assert q4["tools"]["llama-cpp-python"] == "0.3.36" and q4["tools"].get("gguf-py")
     build = prepared.get("tiny-q4_k_m")
