@@ -148,6 +148,25 @@ async def _answer(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]
         await proxies.aclose()
 
 
+def without_weight_repacking() -> None:
+    """Load every model without llama.cpp's extra buffer types (weights repacked for AMX/AVX kernels).
+
+    With them, llama-cpp-python 0.3.36 built for an AVX-512 + AMX CPU dies with a segmentation fault on the
+    first decode of any quantized SmolLM2 GGUF (Q8_0, Q4_K_M; BF16 runs), plain completions included; without
+    them every type decodes, on the plain CPU kernels (docs/builds.md).
+    """
+    import llama_cpp.llama_cpp as native
+
+    default = native.llama_model_default_params
+
+    def params() -> Any:
+        chosen = default()
+        chosen.use_extra_bufts = False
+        return chosen
+
+    native.llama_model_default_params = params
+
+
 def main() -> None:
     import uvicorn
     from llama_cpp.server.app import create_app
@@ -160,6 +179,7 @@ def main() -> None:
     args = parser.parse_args()
     # Its annotations say it returns the class; it returns an instance of it.
     server: Any = parse(ServerSettings, args)
+    without_weight_repacking()
     app = create_app(server_settings=server, model_settings=[cast(Any, parse(ModelSettings, args))])
     host = os.getenv("HOST", server.host)
     uvicorn.run(TeacherRoutes(app), host=host, port=int(os.getenv("PORT", server.port)), access_log=False)
