@@ -95,6 +95,11 @@ class RungInfo(StrictModel):
         None, description="Bytes of its safetensors: what a decoded token reads."
     )
     label: str = Field("", description="Short human name: 'int4 g64 asym GPTQ (rounded, bf16 speed)'.")
+    gguf: dict[str, Any] | None = Field(
+        None,
+        description="GGUF rungs: quant type, importance-matrix hash, bits per weight and per-tensor types "
+        "read from the file, and the llama.cpp tool versions that made it.",
+    )
 
 
 class BuildManifest(StrictModel):

@@ -1,6 +1,9 @@
-"""Per build: engine startup time, decode and prefill tok/s, peak and settled memory, in one table.
+"""Per build: engine startup, an agent step's model time, decode and prefill tok/s, peak and settled memory.
 
 Usage: .venv/bin/python bench/bench_engines.py [builds/default.yaml] [--build NAME ...] [--repeats 3]
+The step is one action request as the agent sends it: a recorded agent prompt (tests/data's demonstration
+prompts), the action schema as structured output, the build's own sampling and a seed per request.
+Across engines: builds/ladder.yaml --build bf16 --build w8a8 --build gguf-q8_0 --build gguf-q4_k_m.
 Serves each build in turn through `serve()` (one engine at a time), prints the table and writes JSON to
 runs/bench-engines-<time>/ beside the engine logs. First checks the machine is quiet and says so.
 """
@@ -19,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent_eval.agent.prompt import action_schema
 from agent_eval.builds import load_builds, prepare, serve, unavailable_reason
 from agent_eval.builds.client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
@@ -86,6 +90,26 @@ def prefill_tok_s(endpoint: Endpoint, words: int, repeats: int) -> tuple[float |
     return (round(statistics.median(rates), 1) if rates else None), (sizes[0] if sizes else 0)
 
 
+def agent_prompts(limit: int) -> list[list[dict[str, str]]]:
+    """Recorded agent prompts (system + screen), their answers dropped."""
+    lines = (REPO / "tests" / "data" / "ladder_calibration.jsonl").read_text().splitlines()
+    chats = [json.loads(line)["messages"] for line in lines if line.strip()]
+    return [[m for m in chat if m["role"] != "assistant"] for chat in chats][:limit]
+
+
+def step_s(endpoint: Endpoint, repeats: int) -> tuple[float | None, int]:
+    """Median seconds of one agent step's request (prefill of the screen + the constrained action)."""
+    times, tokens = [], []
+    with ChatClient(endpoint, retries=0) as client:
+        prompts = agent_prompts(max(2, repeats))
+        client.chat(prompts[0], json_schema=action_schema(), seed=0)  # warm-up (grammar compiled once)
+        for i, messages in enumerate(prompts):
+            r = client.chat(messages, json_schema=action_schema(), seed=i + 1)
+            times.append(r.latency_s)
+            tokens.append(r.prompt_tokens)
+    return round(statistics.median(times), 3), int(statistics.median(tokens))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", nargs="?", type=Path, default=None)
@@ -118,6 +142,7 @@ def main() -> None:
             continue
         print(f"{name}: starting {build.engine} …", flush=True)
         with serve(build, run_dir) as served:
+            step, step_prompt_tokens = step_s(served.endpoint, args.repeats)
             decode = decode_tok_s(served.endpoint, args.decode_tokens, args.repeats)
             prefill, prompt_tokens = prefill_tok_s(served.endpoint, args.prefill_words, args.repeats)
             record = served.write_record()
@@ -129,6 +154,8 @@ def main() -> None:
                 "mode": served.manifest.mode,
                 "weights_hash": served.manifest.weights_hash,
                 "startup_s": record.startup_s,
+                "step_s": step,
+                "step_prompt_tokens": step_prompt_tokens,
                 "decode_tok_s": decode,
                 "prefill_tok_s": prefill,
                 "prefill_prompt_tokens": prompt_tokens,
@@ -139,14 +166,15 @@ def main() -> None:
         )
         print(f"{name}: done", flush=True)
 
-    header = ("build", "engine", "start s", "decode tok/s", "prefill tok/s", "peak MB", "settled MB", "load")
+    header: tuple[str, ...] = ("build", "engine", "start s", "step s", "decode tok/s", "prefill tok/s")
+    header += ("peak MB", "settled MB", "load")
     print("\n" + " | ".join(header))
     print(" | ".join("---" for _ in header))
     for row in rows:
         if "skipped" in row:
             print(f"{row['build']} | skipped: {row['skipped'][:70]}")
             continue
-        cells = [row[k] for k in ("build", "engine", "startup_s", "decode_tok_s", "prefill_tok_s")]
+        cells = [row[k] for k in ("build", "engine", "startup_s", "step_s", "decode_tok_s", "prefill_tok_s")]
         cells += [row["peak_rss_mb"], row["settled_rss_mb"], row["load_after"]]
         print(" | ".join(str(c) for c in cells))
     result = {

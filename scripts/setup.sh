@@ -35,7 +35,10 @@ if [ "$(cat .venv-quant/.setup-stamp 2>/dev/null)" != "$want_q" ]; then
     echo "$want_q" > .venv-quant/.setup-stamp
 fi
 
-# 3. Headless Chromium, used by the report's rendering test (Debian package; needs root).
+# 3. llama.cpp (the GGUF engine, its converter, quantizer and importance-matrix tool), built once per CPU kind.
+bash scripts/build_llamacpp.sh .venv
+
+# 4. Headless Chromium, used by the report's rendering test (Debian package; needs root).
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "[setup] installing Debian's chromium for the report test"
     apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null

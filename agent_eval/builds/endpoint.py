@@ -16,6 +16,7 @@ class Endpoint:
     structured_output: bool = True  # accepts response_format={"type": "json_schema", ...}
     json_object_schema: bool = False  # llama.cpp: wants {"type": "json_object", "schema": ...} instead
     accepts_images: bool = False
+    scores_from_answer: bool = False  # llama.cpp: prompt_logprobs scored from `prompt_logprobs_from` on
     temperature: float = 0.0
     top_p: float = 1.0
     max_tokens: int = 96

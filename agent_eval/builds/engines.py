@@ -103,7 +103,7 @@ def llamacpp_launch(build: Build, gguf: Path, port: int) -> Launch:
         *prefix,
         str(host.engine_python()),
         "-m",
-        "llama_cpp.server",
+        "agent_eval.builds.llamacpp_server",  # llama_cpp.server plus the requests teacher forcing needs
         "--model",
         str(gguf),
         "--model_alias",
@@ -129,6 +129,7 @@ def llamacpp_launch(build: Build, gguf: Path, port: int) -> Launch:
         f"http://{host.bind_address()}:{port}/v1",
         structured_output=True,
         json_object_schema=True,
+        scores_from_answer=True,
         extra_body=LLAMACPP_OVERRIDES,
     )
     # llama.cpp answers 404 on /health; /v1/models answers once the model is loaded.
@@ -182,8 +183,8 @@ class LlamaCpp:
 
     name = "llama.cpp"
     starts_server = True
-    prepares_without_engine = True  # the GGUF is written in .venv-quant, without llama_cpp
-    teacher_forcing = False  # llama-cpp-python's server has no prompt_logprobs
+    prepares_without_engine = True  # llama.cpp's converter and quantizer need no server
+    teacher_forcing = True  # the engine process answers vLLM's /tokenize and prompt_logprobs (llamacpp_server)
 
     def check(self, build: Build) -> None:
         if not build.scheme.startswith("gguf-"):
@@ -195,8 +196,8 @@ class LlamaCpp:
         if host.has_module("llama_cpp"):
             return None
         return (
-            "llama-cpp-python is not installed "
-            "(optional: .venv/bin/pip install -e '.[llamacpp]', a ~16 min source build)"
+            "llama-cpp-python is not installed; run scripts/setup.sh "
+            "(it builds llama.cpp for this CPU once: ~16 min on 2 cores)"
         )
 
     def launch(self, build: Build, weights: Path, port: int) -> Launch:

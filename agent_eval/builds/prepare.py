@@ -20,9 +20,11 @@ from typing import Any
 
 from pydantic import Field
 
+from agent_eval.builds import gguf as gguf_rungs
 from agent_eval.builds import host
 from agent_eval.builds.adapter import adapter_hash, file_chunks, merge_adapter, sha256_file
-from agent_eval.builds.prepare_ladder import LADDER_KINDS, ladder_job, recipe_record
+from agent_eval.builds.gguf_file import read_gguf
+from agent_eval.builds.prepare_ladder import LADDER_KINDS, calibration_set, ladder_job, recipe_record
 from agent_eval.builds.spec import Build, BuildSet, models_dir, repo_root
 from agent_eval.errors import BuildError
 from agent_eval.records import StrictModel
@@ -45,6 +47,9 @@ class Prepared(StrictModel):
     source_hash: str | None = Field(None, description="Hash of what it was made from (GGUF or source build).")
     calibration_hash: str | None = Field(None, description="sha256 of the calibration prompts (gptq).")
     seconds: float = 0.0
+    gguf: dict[str, Any] | None = Field(
+        None, description="GGUF rungs: quant type, imatrix hash, bits per weight, tensor types, tools."
+    )
 
 
 def weight_files(path: Path) -> list[Path]:
@@ -117,6 +122,11 @@ def verify(build: Build) -> str:
             "run `agent-eval builds prepare`" if build.prepare else "put the weights there or fix model_path"
         )
         raise BuildError(f"build {build.name!r}: weights missing at {path}; {hint}")
+    if path.suffix == ".gguf":
+        try:
+            read_gguf(path)  # a truncated or corrupt file is refused here, before an engine loads it
+        except BuildError as e:
+            raise BuildError(f"build {build.name!r}: {e}") from None
     actual = weights_hash(path)
     recorded = read_prepared(build)
     if recorded is not None and recorded.weights_hash != actual:
@@ -142,7 +152,11 @@ def _up_to_date(build: Build, source_hash: str | None) -> Prepared | None:
 
 
 def _record(
-    build: Build, source_hash: str | None, seconds: float, calibration: str | None = None
+    build: Build,
+    source_hash: str | None,
+    seconds: float,
+    calibration: str | None = None,
+    gguf_facts: dict[str, Any] | None = None,
 ) -> Prepared:
     path = build.resolved_path()
     assert path is not None
@@ -155,9 +169,11 @@ def _record(
         source_hash=source_hash,
         calibration_hash=calibration,
         seconds=round(seconds, 1),
+        gguf=gguf_facts,
     )
     # Builds without calibration keep the prepared.json they had before ladder rungs existed.
-    skip = {"calibration_hash"} if calibration is None else None
+    skip = {"calibration_hash"} if calibration is None else set()
+    skip |= {"gguf"} if gguf_facts is None else set()
     prepared_path(build).write_text(prepared.model_dump_json(indent=2, exclude=skip) + "\n")
     return prepared
 
@@ -262,17 +278,12 @@ def _prepare_one(
     recipe = build.prepare
     path = build.resolved_path()
     assert recipe is not None and path is not None
-    if recipe.source is not None:
-        source = builds.get(recipe.source)
-        if source.name not in ready:
-            ready.update(_prepare_one(source, builds, gguf, gguf_hash, ready, force, say))
-        source_hash: str | None = ready[source.name]
-        if recipe.kind == "merge-adapter":
-            source_hash = f"{source_hash}+{adapter_hash(repo_root() / (recipe.adapter or ''))}"
-    else:
-        source_hash = gguf_hash
-    job, calibration = None, None
-    if recipe.kind in LADDER_KINDS:
+    source_hash = _source_hash(build, builds, gguf, gguf_hash, ready, force, say)
+    job, calibration, prompts = None, None, None
+    if recipe.kind == "gguf" and recipe.calibration:
+        prompts, calibration = calibration_set(build)
+        source_hash = f"{source_hash};calibration={calibration}"
+    elif recipe.kind in LADDER_KINDS:
         source_dir = builds.get(recipe.source or "").resolved_path()
         assert source_dir is not None
         job, calibration = ladder_job(build, source_dir, path, models_dir())
@@ -282,7 +293,10 @@ def _prepare_one(
         say(f"{build.name}: up to date ({done.weights_hash[:19]}), skipped")
         return {build.name: done.weights_hash}
     started = time.monotonic()
-    if recipe.kind == "shipped-gguf":
+    facts = None
+    if recipe.kind == "gguf":
+        facts = _make_gguf(build, builds, prompts, say)
+    elif recipe.kind == "shipped-gguf":
         say(f"{build.name}: copying the shipped {gguf.name}")
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
@@ -312,6 +326,40 @@ def _prepare_one(
             **recipe.model_dump(exclude={"kind", "source"}),
         }
         _run_quant_tools([job], say)
-    prepared = _record(build, source_hash, time.monotonic() - started, calibration)
+    prepared = _record(build, source_hash, time.monotonic() - started, calibration, facts)
     say(f"{build.name}: ready in {prepared.seconds:.0f} s, weights {prepared.weights_hash[:19]}")
     return {build.name: prepared.weights_hash}
+
+
+def _source_hash(
+    build: Build, builds: BuildSet, gguf: Path, gguf_hash: str, ready: dict[str, str], force: bool, say: Say
+) -> str:
+    """The hash of what `build` is made from: its source build (prepared first), else the shipped GGUF."""
+    recipe = build.prepare
+    assert recipe is not None
+    if recipe.source is None:
+        return gguf_hash
+    source = builds.get(recipe.source)
+    if source.name not in ready and source.prepare is None:
+        ready[source.name] = verify(source)  # brought by the user: only checked
+    elif source.name not in ready:
+        ready.update(_prepare_one(source, builds, gguf, gguf_hash, ready, force, say))
+    if recipe.kind == "merge-adapter":
+        return f"{ready[source.name]}+{adapter_hash(repo_root() / (recipe.adapter or ''))}"
+    if recipe.kind == "gguf" and recipe.gguf_type in gguf_rungs.CONVERT_TYPES:
+        # The converted file also carries the tokenizer and chat template, which the weights hash leaves out.
+        return f"{ready[source.name]}+{gguf_rungs.tokenizer_hash(source.resolved_path())}"
+    return ready[source.name]
+
+
+def _make_gguf(
+    build: Build, builds: BuildSet, prompts: list[list[dict[str, Any]]] | None, say: Say
+) -> dict[str, Any]:
+    recipe = build.prepare
+    assert recipe is not None and recipe.gguf_type is not None
+    source = builds.get(recipe.source or "").resolved_path()
+    assert source is not None
+    how = "converting" if recipe.gguf_type in gguf_rungs.CONVERT_TYPES else "quantizing"
+    matrix = f", importance matrix on {len(prompts)} of the agent's prompts" if prompts else ""
+    say(f"{build.name}: {how} {recipe.source} to GGUF {recipe.gguf_type} with llama.cpp's tools{matrix}")
+    return gguf_rungs.make(build, source, prompts)

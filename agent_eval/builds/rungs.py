@@ -45,6 +45,8 @@ def grid_of(recipe: Recipe | None, scheme: str) -> tuple[str, int | None, int | 
         return ("none", 16, None, None) if scheme in ("bf16", "fp16") else ("none", None, None, None)
     if recipe.kind == "shipped-gguf":
         return "gguf", None, None, None
+    if recipe.kind == "gguf":
+        return "gguf", gguf_grid_bits(recipe.gguf_type), None, None
     bits = recipe.bits
     if recipe.kind == "quantize":
         bits = 8 if recipe.weights == "int8" else 4
@@ -73,6 +75,8 @@ def rung_info(
     if recipe is None:
         return None
     method, bits, group, symmetric = grid_of(recipe, scheme)
+    if recipe.kind == "gguf":
+        return gguf_rung(recipe.gguf_type or "", bits, bits_per_weight, path, weights)
     served = "bf16" if rounded_in_bf16(recipe, scheme) else "own"
     calibration = _recorded_calibration(path) if method in CALIBRATED else None
     return RungInfo(
@@ -100,15 +104,51 @@ def rung_label(method: str, bits: int | None, group: int | None, symmetric: bool
     return f"{grid} {method.upper()}{tail}"
 
 
-def _recorded_calibration(path: Path | None) -> str | None:
+def _recorded(path: Path | None) -> dict[str, object]:
     if path is None:
-        return None
+        return {}
+    folder = path.parent if path.suffix == ".gguf" else path
     try:
-        recorded = json.loads((path / "prepared.json").read_text())
+        recorded = json.loads((folder / "prepared.json").read_text())
     except (OSError, ValueError):
-        return None
-    value = recorded.get("calibration_hash") if isinstance(recorded, dict) else None
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
+def _recorded_calibration(path: Path | None) -> str | None:
+    value = _recorded(path).get("calibration_hash")
     return value if isinstance(value, str) else None
+
+
+def gguf_grid_bits(gguf_type: str | None) -> int | None:
+    """The integer width a GGUF type is named for (q4_k_m → 4, iq4_nl → 4, bf16 → 16)."""
+    name = (gguf_type or "").lower().removeprefix("i")
+    if name in ("bf16", "f16"):
+        return 16
+    digits = name[1:2] if name.startswith("q") else ""
+    return int(digits) if digits.isdigit() else None
+
+
+def gguf_rung(
+    gguf_type: str, bits: int | None, nominal_bpw: float | None, path: Path | None, weights: str | None
+) -> RungInfo:
+    """A GGUF rung: bits per weight, per-tensor types and the importance matrix as prepare read them."""
+    facts = _recorded(path).get("gguf")
+    facts = facts if isinstance(facts, dict) else {}
+    measured = facts.get("bits_per_weight")
+    matrix = facts.get("imatrix_hash")
+    label = f"GGUF {gguf_type.upper()}" + (" imatrix" if matrix else "") + " (llama.cpp)"
+    return RungInfo(
+        method="gguf",
+        bits=bits,
+        bits_per_weight=float(measured) if isinstance(measured, int | float) else nominal_bpw,
+        served="own",
+        calibration_hash=_recorded_calibration(path),
+        weights_hash=weights,
+        weight_bytes=path.stat().st_size if path is not None and path.is_file() else None,
+        label=label,
+        gguf=facts or None,
+    )
 
 
 GROUPS = (

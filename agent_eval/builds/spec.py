@@ -13,6 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from agent_eval.builds.gguf import check_gguf_recipe
 from agent_eval.builds.kinds import EngineKind, engine_kind, engine_kinds
 from agent_eval.builds.rungs import check_ladder_recipe, effective_bits, grid_of, rung_info
 from agent_eval.errors import ConfigError
@@ -34,6 +35,12 @@ NOMINAL_BITS: dict[str, float] = {
     "gguf-q4_k_m": 4.5,
     "gguf-q4_1": 5.0,
     "gguf-q4_0": 4.5,
+    "gguf-bf16": 16.0,
+    "gguf-q5_k_m": 5.5,
+    "gguf-iq4_nl": 4.5,
+    "gguf-iq4_xs": 4.25,
+    "gguf-q3_k_m": 3.9,
+    "gguf-q2_k": 2.6,
 }
 
 VLLM_SCHEMES = {"fp32", "bf16", "fp16", "w8a8", "w4a16", "w4a8"}
@@ -104,7 +111,7 @@ class Recipe(StrictModel):
     """How `agent-eval builds prepare` makes this build's weights from the shipped model."""
 
     kind: Literal[
-        "dequantize-shipped-gguf", "quantize", "shipped-gguf", "merge-adapter", "round", "gptq", "awq"
+        "dequantize-shipped-gguf", "quantize", "shipped-gguf", "merge-adapter", "round", "gptq", "awq", "gguf"
     ]
     source: str | None = Field(
         None, description="quantize/merge-adapter/round/gptq/awq: the build whose weights are used."
@@ -121,6 +128,9 @@ class Recipe(StrictModel):
         None, description="gptq/awq: a run dir (its recorded prompts) or a JSONL of chat messages."
     )
     calibration_samples: int = Field(64, gt=0, description="gptq/awq: prompts used at most.")
+    gguf_type: str | None = Field(
+        None, description="gguf: bf16/f16 (convert an HF build) or a llama.cpp quant type (q4_k_m ...)."
+    )
 
     @model_validator(mode="after")
     def _quantize_needs(self) -> Recipe:
@@ -131,6 +141,8 @@ class Recipe(StrictModel):
                 "a 'merge-adapter' recipe needs 'source' (a build name) and 'adapter' (a directory)"
             )
         check_ladder_recipe(self.kind, self.source, self.bits, self.calibration)
+        if self.kind == "gguf":
+            check_gguf_recipe(self.source, self.gguf_type, self.calibration)
         return self
 
 
@@ -233,11 +245,13 @@ class Build(StrictModel):
 
     def manifest(self, weights_hash: str | None = None) -> BuildManifest:
         path = self.resolved_path()
+        rung = rung_info(self.scheme, self.bits, self.prepare, path, weights_hash)
         return BuildManifest(
             name=self.name,
             reference=self.reference,
             scheme=self.scheme,
-            bits_per_weight=self.bits,
+            # A GGUF rung's bits per weight are read from its file (fallback types included).
+            bits_per_weight=rung.bits_per_weight if rung is not None else self.bits,
             engine=self.engine,
             model=self.served_name,
             model_path=str(path) if path else self.base_url,
@@ -249,7 +263,7 @@ class Build(StrictModel):
             accepts_images=self.accepts_images,
             agent=self.agent,
             role=self.role,
-            rung=rung_info(self.scheme, self.bits, self.prepare, path, weights_hash),
+            rung=rung,
         )
 
 

@@ -1,5 +1,6 @@
-"""Teacher forcing against a vLLM endpoint: the chat template rendered to token ids, then one prefill of the
-prompt with a given answer appended, asking for the top-k log-probabilities at every answer position.
+"""Teacher forcing against a vLLM endpoint (or llama.cpp's, which answers the same requests): the chat
+template rendered to token ids, then one prefill of the prompt with a given answer appended, asking for the
+top-k log-probabilities at every answer position.
 
 It uses vLLM's `/tokenize` (chat template, token ids) and `/v1/completions` with `prompt_logprobs`, at
 temperature 0 and without a seed; `request_settings()` is what a manifest records about these requests.
@@ -115,6 +116,9 @@ class TeacherClient(EndpointSession):
             "prompt_logprobs": self.top_k,
             "logprobs": self.top_k,
         }
+        if self.endpoint.scores_from_answer:
+            # llama.cpp's server (builds/llamacpp_server.py) scores the answer's positions only.
+            body["prompt_logprobs_from"] = len(prompt_ids)
         data = self._post(self._completions, body)
         try:
             raw = data["choices"][0]["prompt_logprobs"][len(prompt_ids) :]

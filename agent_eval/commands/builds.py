@@ -41,16 +41,21 @@ def list_builds(file: Path | None) -> None:
 
 def _build_line(build: Build) -> str:
     ref = " (reference)" if build.reference else ""
+    bits_read = ""
     if not build.kind.starts_server:
         state = f"{build.engine} {build.base_url}"
     else:
         prepared = read_prepared(build)
         state = f"prepared {prepared.weights_hash[:19]}" if prepared else "not prepared"
+        measured = (prepared.gguf or {}).get("bits_per_weight") if prepared else None
+        bits_read = f"{measured:g} bpw read from the file" if isinstance(measured, float) else ""
     reason = host.unavailable_reason(build)
     runs = f"cannot run here: {reason}" if reason else "runs here"
     if not reason and rounded_in_bf16(build.prepare, build.scheme):
         runs = "runs here as rounded bf16"
     bits = f"{build.bits:g} bpw" if build.bits else "? bpw"
+    if bits_read:
+        state += f" ({bits_read})"  # a GGUF rung's own: fallback types make it differ from its type's name
     return f"{build.name:<16} {build.scheme:<10} {bits:<10} {build.engine:<9} {state}; {runs}{ref}"
 
 

@@ -1,4 +1,4 @@
-"""The ladder plot: a metric against bits per weight, RTN and GPTQ as two lines, intervals as bands.
+"""The ladder plot: a metric against bits per weight, a line per method (RTN, GPTQ: vLLM; GGUF: llama.cpp).
 
 Hand-written SVG like plots.py. The reference is a dashed line with its band; each rung is marked by its
 verdict (● NON-INFERIOR, ✕ REGRESSION, ○ INCONCLUSIVE); rounded rungs (bf16 speed) are drawn hollow-edged.
@@ -17,7 +17,8 @@ from agent_eval.scoring.regression import METRIC_WORDS
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.scoring.stats import Verdict
 
-LINES = {"rtn": "#3b6fb6", "gptq": "#e08a2c", "awq": "#8062a8"}
+# One line per method; GGUF rungs are llama.cpp's, the others vLLM's: the GGUF line is the other engine.
+LINES = {"rtn": "#3b6fb6", "gptq": "#e08a2c", "awq": "#8062a8", "gguf": "#2a9d8f"}
 VERDICT_COLORS = {
     Verdict.NON_INFERIOR: "#4c9a5b",
     Verdict.REGRESSION: "#b54a4a",
@@ -139,7 +140,8 @@ def ladder_figures(card: Scorecard) -> list[tuple[str, str, str]]:
     if card.ladder is None:
         return []
     caption = (
-        "{} against bits per weight: RTN and GPTQ lines with Wilson 95% bands; dashed: the reference. "
+        "{} against bits per weight: RTN and GPTQ (vLLM) and GGUF (llama.cpp) lines with Wilson 95% bands; "
+        "dashed: the reference. "
         "● non-inferior, ✕ regression, ○ inconclusive; dotted edge: rounded rung served in bf16. "
         + card.ladder.sentence
     )

