@@ -184,7 +184,7 @@ class LlamaCpp:
     name = "llama.cpp"
     starts_server = True
     prepares_without_engine = True  # llama.cpp's converter and quantizer need no server
-    teacher_forcing = True  # the engine process answers vLLM's /tokenize and prompt_logprobs (llamacpp_server)
+    teacher_forcing = True  # llamacpp_server answers vLLM's /tokenize and prompt_logprobs
 
     def check(self, build: Build) -> None:
         if not build.scheme.startswith("gguf-"):

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from agent_eval.builds.spec import Build, BuildSet
 
 
-
 def can_probe(build: Build) -> bool:
     """Whether the build's engine kind scores given tokens (its `teacher_forcing` capability)."""
     return build.kind.teacher_forcing
