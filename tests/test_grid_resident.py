@@ -52,7 +52,9 @@ def log(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     events: list[str] = []
 
     @contextlib.contextmanager
-    def serve(build: Any, run_dir: Path, port: int | None = None) -> Iterator[_Served]:
+    def serve(
+        build: Any, run_dir: Path, port: int | None = None, manifest: object = None
+    ) -> Iterator[_Served]:
         events.append(f"start {build.name}")
         served = _Served(build.name, events)
         try:
