@@ -113,20 +113,23 @@ def load_task(path: Path | str) -> Task:
     return task_from_data(data, path)
 
 
-def task_files(path: Path) -> list[Path]:
+def task_files(path: Path, *, recursive: bool = False) -> list[Path]:
+    """A folder's task files (with `recursive`, those of its subfolders too, e.g. tasks/apps/<app>/)."""
     if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.suffix in TASK_SUFFIXES and p.is_file())
+        found = path.rglob("*") if recursive else path.iterdir()
+        return sorted(p for p in found if p.suffix in TASK_SUFFIXES and p.is_file())
     if not path.exists():
         raise TaskError(f"{path}: no such task file or folder")
     return [path]
 
 
-def load_tasks(paths: Path | str | Sequence[Path | str]) -> list[Task]:
-    """Every task in the given files and folders (folders: their *.yaml files, sorted by name)."""
+def load_tasks(paths: Path | str | Sequence[Path | str], *, recursive: bool = False) -> list[Task]:
+    """Every task in the given files and folders (folders: their *.yaml files, sorted by name; with
+    `recursive`, their subfolders' too). Without it tasks/ is the Settings tasks only: tasks/apps/ is not read."""
     given = [paths] if isinstance(paths, str | Path) else list(paths)
     files: list[Path] = []
     for path in given:
-        files.extend(task_files(Path(path)))
+        files.extend(task_files(Path(path), recursive=recursive))
     if not files:
         raise TaskError(f"no task files (*.yaml) in {', '.join(map(str, given)) or 'the arguments'}")
     tasks: list[Task] = []
