@@ -14,10 +14,12 @@ import yaml
 from pydantic import ValidationError
 
 from agent_eval.errors import TaskError
+from agent_eval.task.params import choose, combinations
 from agent_eval.task.schema import Task, predicate_kinds, task_models
 
 TASK_SUFFIXES = (".yaml", ".yml")
 _MAX_REPORTED = 6
+_MAX_SEEDS_CHECKED = 64  # parameter combinations filled in at load (every shipped task has fewer)
 
 
 def _location(loc: Sequence[int | str]) -> str:
@@ -90,11 +92,23 @@ def task_from_data(data: Any, source: Path | str) -> Task:
             f"{source}: " + ("\n  ".join(shown) if len(shown) == 1 else "\n  " + "\n  ".join(shown))
         ) from e
     task._source = Path(source)
+    _check_seeds(task, source)
     for number, seed in enumerate(task.files):
         local = seed.local(task.source)
         if local is not None and not local.is_file():
             raise TaskError(f"{source}: files[{number}].source: no such file {local}")
     return task
+
+
+def _check_seeds(task: Task, source: Path | str) -> None:
+    """Each seed's filled-in task is valid: a `{param}` that makes a bad `--bind` number fails here, at load."""
+    for seed in range(min(combinations(task.params), _MAX_SEEDS_CHECKED)):
+        try:
+            task.instantiate(seed)
+        except ValidationError as e:
+            chosen = ", ".join(f"{k}={v}" for k, v in choose(task.params, seed).items())
+            problems = "; ".join(_describe(err) for err in e.errors())
+            raise TaskError(f"{source}: seed {seed} ({chosen}): {problems}") from e
 
 
 def load_task(path: Path | str) -> Task:
