@@ -16,7 +16,15 @@ TASKS_DIR = Path(__file__).resolve().parents[1] / "tasks"
 APPS_DIR = TASKS_DIR / "apps"
 
 # Files per app folder today; a folder may grow, never shrink without this table changing with it.
-FILES_PER_APP = {"calendar": 9, "clock": 9, "contacts": 10, "cross": 7, "files": 9, "markor": 7, "messages": 10}
+FILES_PER_APP = {
+    "calendar": 9,
+    "clock": 9,
+    "contacts": 10,
+    "cross": 7,
+    "files": 9,
+    "markor": 7,
+    "messages": 10,
+}
 # Families (the tag after the app's) that must keep a train and a held-out template.
 FAMILIES = {
     "calendar": {"create", "delete", "answer"},
@@ -34,6 +42,7 @@ def app_tasks() -> list[Task]:
 
 
 def app_of(task: Task) -> str:
+    assert task.source is not None
     return task.source.parent.name
 
 
@@ -105,8 +114,12 @@ def write(path: Path, text: str) -> Path:
     ("setup", "answer", "field", "message"),
     [
         ("['content insert --uri content://sms/inbox --bind body:x:hi']", "", "setup[0]", "body:x:hi"),
-        ("['content insert --uri content://sms/inbox --bind body:s:hi --bind date:l:when']", "", "setup[0]",
-         "not a number of type l"),
+        (
+            "['content insert --uri content://sms/inbox --bind body:s:hi --bind date:l:when']",
+            "",
+            "setup[0]",
+            "not a number of type l",
+        ),
         # a parameter that fills a number with text: caught for the seed that draws it, at load
         ("['content insert --uri content://sms/inbox --bind date:l:{when}']", "", "seed 1", "not a number"),
         ("[]", "answer: {answer: {matches: '([0-9'}}", "answer.matches", "not a valid regular expression"),

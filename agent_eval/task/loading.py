@@ -101,7 +101,7 @@ def task_from_data(data: Any, source: Path | str) -> Task:
 
 
 def _check_seeds(task: Task, source: Path | str) -> None:
-    """Each seed's filled-in task is valid: a `{param}` that makes a bad `--bind` number fails here, at load."""
+    """Each seed's filled-in task is valid: a `{param}` making a bad `--bind` number fails here, at load."""
     for seed in range(min(combinations(task.params), _MAX_SEEDS_CHECKED)):
         try:
             task.instantiate(seed)
@@ -139,7 +139,7 @@ def task_files(path: Path, *, recursive: bool = False) -> list[Path]:
 
 def load_tasks(paths: Path | str | Sequence[Path | str], *, recursive: bool = False) -> list[Task]:
     """Every task in the given files and folders (folders: their *.yaml files, sorted by name; with
-    `recursive`, their subfolders' too). Without it tasks/ is the Settings tasks only: tasks/apps/ is not read."""
+    `recursive`, their subfolders' too). Without it, tasks/ is the Settings tasks only (not tasks/apps/)."""
     given = [paths] if isinstance(paths, str | Path) else list(paths)
     files: list[Path] = []
     for path in given:

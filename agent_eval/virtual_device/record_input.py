@@ -195,7 +195,7 @@ def _commit_spinner(d: Dialog) -> None:
 
 def save(ed: Editor) -> None:
     """Save: insert a new record or update the one shown, then close the edit screen. Nothing typed: nothing
-    saved, as Contacts discards an empty new contact (a form with a time or date, an alarm, saves without text)."""
+    saved, as Contacts discards an empty new contact (a form with a time or date, an alarm, saves anyway)."""
     spec, frame = ed.screen.form, ed.st.top
     assert spec is not None
     src = SOURCES[spec.source]
