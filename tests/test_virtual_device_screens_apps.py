@@ -230,3 +230,15 @@ def test_the_pickers_wheels_wrap_carry_and_refuse_what_is_not_a_value() -> None:
     assert not set_typed("time", "minute", parts, "75") and parts["minute"] == "00"
     assert set_typed("time", "hour", parts, "07") and parts["hour"] == "7"
     assert set_typed("time", "amPm", parts, "a") and parts["amPm"] == "AM"
+
+
+def test_an_alarm_without_a_label_is_saved_but_an_empty_contact_is_not(d: Driver) -> None:
+    d.launch(CLOCK)
+    d.tap(desc="Add alarm")
+    d.tap("Save")  # the time (8:00 AM) is the alarm; a label is optional, as in DeskClock
+    rows = d.phone.data.db(CLOCK).rows("alarm_templates", "hour = 8 AND minutes = 0")
+    assert [(r["label"], r["enabled"]) for r in rows] == [("", 1)]
+    d.launch("com.google.android.contacts")
+    d.tap(desc="Create contact")
+    d.tap("Save")
+    assert d.phone.data.db("com.android.providers.contacts").count("raw_contacts") == 6

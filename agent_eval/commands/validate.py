@@ -72,9 +72,9 @@ def validate_command(
 ) -> None:
     """Play every task's oracle on a device; fail if a task starts in its goal or its oracle does not succeed.
 
-    PATHS are task files or folders (default: tasks/).
+    PATHS are task files or folders, read with their subfolders (default: tasks/, the app families too).
     """
-    tasks = load_tasks(list(paths) or [Path("tasks")])
+    tasks = load_tasks(list(paths) or [Path("tasks")], recursive=True)  # tasks/ and tasks/apps/*/
     snap = None if snapshot.lower() == "none" else snapshot
     failed: list[TaskCheck] = []
     with contextlib.ExitStack() as stack:

@@ -14,10 +14,12 @@ import yaml
 from pydantic import ValidationError
 
 from agent_eval.errors import TaskError
+from agent_eval.task.params import choose, combinations
 from agent_eval.task.schema import Task, predicate_kinds, task_models
 
 TASK_SUFFIXES = (".yaml", ".yml")
 _MAX_REPORTED = 6
+_MAX_SEEDS_CHECKED = 64  # parameter combinations filled in at load (every shipped task has fewer)
 
 
 def _location(loc: Sequence[int | str]) -> str:
@@ -90,11 +92,23 @@ def task_from_data(data: Any, source: Path | str) -> Task:
             f"{source}: " + ("\n  ".join(shown) if len(shown) == 1 else "\n  " + "\n  ".join(shown))
         ) from e
     task._source = Path(source)
+    _check_seeds(task, source)
     for number, seed in enumerate(task.files):
         local = seed.local(task.source)
         if local is not None and not local.is_file():
             raise TaskError(f"{source}: files[{number}].source: no such file {local}")
     return task
+
+
+def _check_seeds(task: Task, source: Path | str) -> None:
+    """Each seed's filled-in task is valid: a `{param}` making a bad `--bind` number fails here, at load."""
+    for seed in range(min(combinations(task.params), _MAX_SEEDS_CHECKED)):
+        try:
+            task.instantiate(seed)
+        except ValidationError as e:
+            chosen = ", ".join(f"{k}={v}" for k, v in choose(task.params, seed).items())
+            problems = "; ".join(_describe(err) for err in e.errors())
+            raise TaskError(f"{source}: seed {seed} ({chosen}): {problems}") from e
 
 
 def load_task(path: Path | str) -> Task:
@@ -113,20 +127,23 @@ def load_task(path: Path | str) -> Task:
     return task_from_data(data, path)
 
 
-def task_files(path: Path) -> list[Path]:
+def task_files(path: Path, *, recursive: bool = False) -> list[Path]:
+    """A folder's task files (with `recursive`, those of its subfolders too, e.g. tasks/apps/<app>/)."""
     if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.suffix in TASK_SUFFIXES and p.is_file())
+        found = path.rglob("*") if recursive else path.iterdir()
+        return sorted(p for p in found if p.suffix in TASK_SUFFIXES and p.is_file())
     if not path.exists():
         raise TaskError(f"{path}: no such task file or folder")
     return [path]
 
 
-def load_tasks(paths: Path | str | Sequence[Path | str]) -> list[Task]:
-    """Every task in the given files and folders (folders: their *.yaml files, sorted by name)."""
+def load_tasks(paths: Path | str | Sequence[Path | str], *, recursive: bool = False) -> list[Task]:
+    """Every task in the given files and folders (folders: their *.yaml files, sorted by name; with
+    `recursive`, their subfolders' too). Without it, tasks/ is the Settings tasks only (not tasks/apps/)."""
     given = [paths] if isinstance(paths, str | Path) else list(paths)
     files: list[Path] = []
     for path in given:
-        files.extend(task_files(Path(path)))
+        files.extend(task_files(Path(path), recursive=recursive))
     if not files:
         raise TaskError(f"no task files (*.yaml) in {', '.join(map(str, given)) or 'the arguments'}")
     tasks: list[Task] = []

@@ -66,7 +66,8 @@ def _check_bind(value: str) -> None:
         )
     kind, given = match.group(1), match.group(2)
     pattern = _NUMBER.get(kind)
-    if pattern is not None and not re.fullmatch(pattern, given):
+    # A `{param}` value is checked once a seed fills it in (each instance is validated again).
+    if pattern is not None and not re.fullmatch(pattern, given) and not re.fullmatch(r"\{[\w.]+\}", given):
         raise ValueError(f"--bind {value!r}: {given!r} is not a number of type {kind}")
     if kind == "B" and given not in ("true", "false"):
         raise ValueError(f"--bind {value!r}: a boolean is true or false")

@@ -195,14 +195,14 @@ def _commit_spinner(d: Dialog) -> None:
 
 def save(ed: Editor) -> None:
     """Save: insert a new record or update the one shown, then close the edit screen. Nothing typed: nothing
-    saved, as Contacts discards an empty new contact."""
+    saved, as Contacts discards an empty new contact (a form with a time or date, an alarm, saves anyway)."""
     spec, frame = ed.screen.form, ed.st.top
     assert spec is not None
     src = SOURCES[spec.source]
     rec = find_record(ed.data, ed.app.package, spec.source, spec.table, frame.record)
     values = record_values(spec, frame.form, rec)
     texts = [values[f.column] for f in spec.fields if f.input not in ("time", "date")]
-    if frame.record is None and texts and not any(texts):
+    if frame.record is None and texts and len(texts) == len(spec.fields) and not any(texts):
         ed.st.tasks[ed.st.foreground].pop()
         return
     behaviour(ed.app.package).saving(ed.context, spec.table, values, frame.record)
