@@ -5,6 +5,7 @@ under the phone's lock; every write goes through the screen's record source.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent_eval.virtual_device.app_behaviour import AppContext, behaviour
@@ -246,23 +247,15 @@ def _text_target(ed: Editor) -> tuple[str, str] | None:
 
 def type_text(ed: Editor, text: str) -> bool:
     """Typed text into the focused field; False when the record screens have no say (Settings' dialogs)."""
-    if ed.st.dialog is not None and ed.st.dialog.kind not in RECORD_DIALOGS:
-        return False
-    target = _text_target(ed)
-    if target is None:
-        return ed.is_record_screen() or ed.st.dialog is not None
-    if target[0] == "dialog":
-        assert ed.st.dialog is not None
-        ed.st.dialog.draft += text
-    elif target[1] == SEARCH_FOCUS:
-        ed.st.top.query += text
-        ed.st.top.scroll = 0
-    else:
-        ed.st.top.form[target[1]] = ed.st.top.form.get(target[1], "") + text
-    return True
+    return _edit_focused(ed, lambda old: old + text)
 
 
 def backspace(ed: Editor) -> bool:
+    return _edit_focused(ed, lambda old: old[:-1])
+
+
+def _edit_focused(ed: Editor, change: Callable[[str], str]) -> bool:
+    """Change the focused field's text (a dialog's draft, the search query or a form field)."""
     if ed.st.dialog is not None and ed.st.dialog.kind not in RECORD_DIALOGS:
         return False
     target = _text_target(ed)
@@ -270,11 +263,12 @@ def backspace(ed: Editor) -> bool:
         return ed.is_record_screen() or ed.st.dialog is not None
     if target[0] == "dialog":
         assert ed.st.dialog is not None
-        ed.st.dialog.draft = ed.st.dialog.draft[:-1]
+        ed.st.dialog.draft = change(ed.st.dialog.draft)
     elif target[1] == SEARCH_FOCUS:
-        ed.st.top.query = ed.st.top.query[:-1]
+        ed.st.top.query = change(ed.st.top.query)
+        ed.st.top.scroll = 0
     else:
-        ed.st.top.form[target[1]] = ed.st.top.form.get(target[1], "")[:-1]
+        ed.st.top.form[target[1]] = change(ed.st.top.form.get(target[1], ""))
     return True
 
 
