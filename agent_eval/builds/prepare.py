@@ -20,8 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agent_eval.builds import gguf as gguf_rungs
-from agent_eval.builds import host
+from agent_eval.builds import gguf_rungs, host
 from agent_eval.builds.adapter import adapter_hash, file_chunks, merge_adapter, sha256_file
 from agent_eval.builds.gguf_file import read_gguf
 from agent_eval.builds.prepare_ladder import LADDER_KINDS, calibration_set, ladder_job, recipe_record

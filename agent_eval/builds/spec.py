@@ -13,7 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from agent_eval.builds.gguf import check_gguf_recipe
+from agent_eval.builds.gguf_rungs import check_gguf_recipe
 from agent_eval.builds.kinds import EngineKind, engine_kind, engine_kinds
 from agent_eval.builds.rungs import check_ladder_recipe, effective_bits, grid_of, rung_info
 from agent_eval.errors import ConfigError
