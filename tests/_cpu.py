@@ -28,7 +28,7 @@ CONDITIONAL_ON_THE_REAL_CPU = {
         "serves every default vLLM build this CPU can run: w4a16 needs AVX-512 and w4a8 AMX, so the set of "
         "served builds differs by CPU kind (bf16 and w8a8 run everywhere)"
     ),
-    "test_main_job_e2e.py": "plays every default vLLM build this CPU can run (as test_builds_engine.py)",
+    "test_main_job_e2e.py": "plays every default build this CPU can run (as test_builds_engine.py)",
     "test_builds_ladder.py::served_rung": (
         "serves the GPTQ int4 rung in its own int4 format where vLLM's int4 kernel exists (AVX-512), else as "
         "its rounded bf16 twin: the same GPTQ recipe, served by every CPU"

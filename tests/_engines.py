@@ -18,6 +18,12 @@ def prepared_default_builds() -> tuple[BuildSet, dict[str, str]]:
     return builds, ready
 
 
+def servable_default_builds() -> list[str]:
+    """Every default build this host can serve, vLLM's and llama.cpp's (the optional ones only where they
+    run): what `agent-eval run` plays when no build is named."""
+    return [b.name for b in load_builds().builds if unavailable_reason(b) is None]
+
+
 def servable_vllm_builds() -> list[str]:
     """Default vLLM builds that this host can serve (the optional ones only where they run)."""
     return [b.name for b in load_builds().builds if b.engine == "vllm-cpu" and unavailable_reason(b) is None]
