@@ -75,6 +75,37 @@ def _frame(m: Metrics, pkg: str, top: int, height: int, title: str, body: list[V
     )
 
 
+def _item_list(
+    m: Metrics, pkg: str, at: tuple[int, int, int], rows: list[tuple[Tap, str]], cls: str, rid: str
+) -> View:
+    """An AlertDialog's list: one 56 dp item per row from y down, as a ListView (`at`: left, width, y)."""
+    left, w, y = at
+    top = y
+    views = []
+    for tap, text in rows:
+        extra = {"checkable": True} if cls == "android.widget.CheckedTextView" else {}
+        views.append(
+            clickable(
+                cls,
+                (left, y, left + w, y + m.dp(56)),
+                pkg,
+                tap,
+                paint="menu_item",
+                text=text,
+                resource_id=rid,
+                **extra,
+            )
+        )
+        y += m.dp(56)
+    return View(
+        cls="android.widget.ListView",
+        bounds=(left, top, left + w, y),
+        package=pkg,
+        resource_id="android:id/select_dialog_listview",
+        children=views,
+    )
+
+
 def _menu(m: Metrics, pkg: str, screen: Screen, title: str) -> View:
     """A row's context menu: the record's title, then one item per entry (no buttons)."""
     items = menu_items(screen)
@@ -82,27 +113,8 @@ def _menu(m: Metrics, pkg: str, screen: Screen, title: str) -> View:
     height = m.dp(80) + m.dp(56) * len(items) + m.dp(16)
     top = (m.h - height) // 2
     y = top + m.dp(80)
-    views = []
-    for i, item in enumerate(items):
-        views.append(
-            clickable(
-                "android.widget.TextView",
-                (left, y, left + w, y + m.dp(56)),
-                pkg,
-                Tap("menu_item", i),
-                paint="menu_item",
-                text=item.label,
-                resource_id="android:id/title",
-            )
-        )
-        y += m.dp(56)
-    lst = View(
-        cls="android.widget.ListView",
-        bounds=(left, top + m.dp(80), left + w, y),
-        package=pkg,
-        resource_id="android:id/select_dialog_listview",
-        children=views,
-    )
+    rows = [(Tap("menu_item", i), item.label) for i, item in enumerate(items)]
+    lst = _item_list(m, pkg, (left, w, y), rows, "android.widget.TextView", "android:id/title")
     title_v = View(
         cls="android.widget.TextView",
         bounds=(left + m.dp(24), top + m.dp(24), left + w - m.dp(24), top + m.dp(64)),
@@ -126,28 +138,8 @@ def _pick(m: Metrics, pkg: str, title: str, options: list[tuple[str, str]]) -> V
     top = max(m.status_h, (m.h - height) // 2)
     left, w = m.dp(24), m.w - m.dp(48)
     y = top + m.dp(72)
-    items = []
-    for key, label in options:
-        items.append(
-            clickable(
-                "android.widget.CheckedTextView",
-                (left, y, left + w, y + m.dp(56)),
-                pkg,
-                Tap("pick", key),
-                paint="menu_item",
-                text=label,
-                resource_id="android:id/text1",
-                checkable=True,
-            )
-        )
-        y += m.dp(56)
-    lst = View(
-        cls="android.widget.ListView",
-        bounds=(left, top + m.dp(72), left + w, y),
-        package=pkg,
-        resource_id="android:id/select_dialog_listview",
-        children=items,
-    )
+    rows = [(Tap("pick", key), label) for key, label in options]
+    lst = _item_list(m, pkg, (left, w, y), rows, "android.widget.CheckedTextView", "android:id/text1")
     return _frame(m, pkg, top, height, title, [lst], "")
 
 
