@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -107,6 +108,15 @@ class Sampling(StrictModel):
     max_tokens: int = Field(96, gt=0)
 
 
+# Checks a layer above the builds adds (the agent plug point: does the build's agent fit its engine?).
+_BUILD_CHECKS: list[Callable[[Build], None]] = []
+
+
+def add_build_check(check: Callable[[Build], None]) -> None:
+    """Run `check` on every build a file loads; its ValueError is shown as an error of that build."""
+    _BUILD_CHECKS.append(check)
+
+
 class Build(StrictModel):
     """One build: a model served one way. `model_path` resolves against the repo's models/ directory."""
 
@@ -121,7 +131,9 @@ class Build(StrictModel):
     engine_args: EngineArgs = Field(default_factory=EngineArgs)
     pinning: Pinning = Field(default_factory=Pinning)
     sampling: Sampling = Field(default_factory=Sampling)
-    accepts_images: bool = False
+    accepts_images: bool = Field(
+        False, description="Send the screenshot with each step (its engine kind must take images)."
+    )
     structured_output: StructuredOutput = Field(
         "json_schema",
         description="endpoint builds: how the action schema is sent (json_schema; json_object, llama.cpp's "
@@ -184,7 +196,14 @@ class Build(StrictModel):
     def _consistent(self) -> Build:
         if self.kind.starts_server and not self.model_path:
             raise ValueError(f"a {self.engine} build needs 'model_path'")
+        if self.accepts_images and not self.kind.images:
+            raise ValueError(
+                f"accepts_images: the {self.engine} engine's server takes no image inputs; "
+                "set accepts_images: false, or serve the build with an engine kind that takes images"
+            )
         self.kind.check(self)
+        for check in _BUILD_CHECKS:
+            check(self)
         return self
 
     @property
