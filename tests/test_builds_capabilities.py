@@ -13,9 +13,11 @@ from agent_eval.agent.agents import AGENTS, PromptAgent, register_agent
 from agent_eval.agent.prompt import action_schema, build_prompt
 from agent_eval.builds.engines import EndpointKind
 from agent_eval.builds.kinds import ENGINE_KINDS, register_engine_kind
-from agent_eval.builds.recipes import RECIPE_KINDS
+from agent_eval.builds.prepare import prepare
+from agent_eval.builds.recipes import RECIPE_KINDS, Plan, Recipe, Say, Step, Weights, register_recipe_kind
 from agent_eval.builds.spec import parse_builds
-from agent_eval.errors import ConfigError
+from agent_eval.errors import BuildError, ConfigError
+from agent_eval.records import RungInfo
 
 EYES = "eyes-only-test"  # an agent that cannot play without the screenshot
 register_agent(PromptAgent(EYES, build_prompt, action_schema, needs_images=True))
@@ -132,3 +134,40 @@ def test_nothing_outside_the_kinds_compares_engine_names() -> None:
                 if compare in text:
                     found.append(f"{path.relative_to(package.parent)}: {compare}")
     assert not found, found
+
+
+class _Loose:
+    """A recipe kind that records a prepared.json field of its own invention."""
+
+    name = "loose-test"
+    fields = Recipe
+
+    def bits(self, recipe: Recipe, scheme: str) -> float | None:
+        return None
+
+    def list_group(self, recipe: Recipe, scheme: str) -> str:
+        return "other"
+
+    def rung(self, recipe: Recipe, weights: Weights) -> RungInfo | None:
+        return None
+
+    def plan(self, step: Step) -> Plan:
+        def make(say: Say) -> dict[str, Any]:
+            step.out.mkdir(parents=True, exist_ok=True)
+            (step.out / "model.safetensors").write_bytes(b"weights")
+            return {"colour": "red"}
+
+        return Plan(step.made_from, make)
+
+
+def test_a_recipe_kind_that_records_a_field_prepared_json_has_not_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register_recipe_kind(_Loose())
+    monkeypatch.setenv("AGENT_EVAL_MODELS", str(tmp_path))
+    builds = parse_builds({"builds": [_vllm(prepare={"kind": "loose-test"})]}, "test.yaml")
+    with pytest.raises(
+        BuildError, match=r"recipe kind 'loose-test' returned prepared.json fields \['colour'\]"
+    ):
+        prepare(builds, say=lambda _: None)
+    assert not (tmp_path / "m" / "v" / "prepared.json").exists()

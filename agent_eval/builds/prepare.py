@@ -156,6 +156,13 @@ def _record(
 ) -> Prepared:
     path = build.resolved_path()
     assert path is not None
+    unknown = sorted(set(made or {}) - {"gguf", "facts"})
+    if unknown:
+        kind = build.prepare.kind if build.prepare else None
+        raise BuildError(
+            f"build {build.name!r}: recipe kind {kind!r} returned prepared.json fields {unknown}; "
+            "a kind records what it made under 'facts'"
+        )
     prepared = Prepared(
         build=build.name,
         scheme=build.scheme,
