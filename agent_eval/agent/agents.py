@@ -15,6 +15,8 @@ from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Policy
 from agent_eval.agent.prompt import ChatFormat, action_schema, build_prompt
 from agent_eval.builds.client import ChatClient
+from agent_eval.builds.spec import Build, add_build_check
+from agent_eval.errors import ConfigError
 from agent_eval.registry import Registry
 from agent_eval.screen.observation import Observation
 
@@ -28,6 +30,11 @@ class Agent(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def needs_images(self) -> bool:
+        """True: it cannot play without the screenshot, so its builds must send it (`accepts_images`)."""
+        ...
+
     def policy(self, client: ChatClient) -> Policy: ...
 
 
@@ -39,6 +46,7 @@ class PromptAgent:
     prompt: PromptFormat
     schema: Callable[[], dict[str, Any]]
     parse: AnswerParser = parse_action
+    needs_images: bool = False  # the shipped formats add the screenshot only when the build sends it
 
     def policy(self, client: ChatClient) -> Policy:
         return LLMPolicy(client, prompt_format=self.prompt, schema=self.schema(), parse=self.parse)
@@ -67,5 +75,21 @@ def system_prompts() -> set[str]:
     }
 
 
+def fits_its_engine(build: Build) -> None:
+    """A build file's check: the build's agent is registered, and gets the screenshots it needs."""
+    try:
+        agent = get_agent(build.agent)
+    except ConfigError as e:
+        raise ValueError(f"agent: {e}") from None
+    if agent.needs_images and not build.kind.images:
+        raise ValueError(
+            f"agent: {agent.name!r} needs the screenshot, and the {build.engine} engine's server takes no "
+            "image inputs; choose an agent that reads the screen as text, or an engine kind that takes images"
+        )
+    if agent.needs_images and not build.accepts_images:
+        raise ValueError(f"agent: {agent.name!r} needs the screenshot; set accepts_images: true")
+
+
+add_build_check(fits_its_engine)
 register_agent(PromptAgent(DEFAULT_AGENT, build_prompt, action_schema))
 register_agent(PromptAgent("compact", compact.build_prompt, action_schema))  # the tuned default agent

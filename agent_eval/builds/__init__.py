@@ -3,6 +3,7 @@
 Public API: load_builds, Build, BuildSet, prepare, serve, ServedBuild, unavailable_reason.
 """
 
+import agent_eval.builds.recipe_kinds  # noqa: F401  (the built-in recipe kinds register on import)
 from agent_eval.builds.host import unavailable_reason
 from agent_eval.builds.launcher import ServedBuild, serve
 from agent_eval.builds.prepare import prepare

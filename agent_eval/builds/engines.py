@@ -154,6 +154,9 @@ class VllmCpu:
     starts_server = True
     prepares_without_engine = False
     teacher_forcing = True  # prompt_logprobs over token ids is a vLLM API
+    # The checkpoints it serves here are text-only (SmolLM2) and it is started with no multimodal options:
+    # vLLM refuses an image part for a model without a vision encoder.
+    images = False
 
     def check(self, build: Build) -> None:
         if build.scheme in VLLM_REJECTS:
@@ -185,6 +188,7 @@ class LlamaCpp:
     starts_server = True
     prepares_without_engine = True  # llama.cpp's converter and quantizer need no server
     teacher_forcing = True  # llamacpp_server answers vLLM's /tokenize and prompt_logprobs
+    images = False  # llama-cpp-python reads images only with a vision projector's chat handler: none is given
 
     def check(self, build: Build) -> None:
         if not build.scheme.startswith("gguf-"):
@@ -217,6 +221,7 @@ class EndpointKind:
     starts_server = False
     prepares_without_engine = False
     teacher_forcing = False  # someone else's server: not known to score given tokens
+    images = True  # someone else's server may take them; the build's accepts_images says whether it does
 
     def check(self, build: Build) -> None:
         if not build.base_url:

@@ -1,5 +1,5 @@
-"""`builds prepare` for GGUF rungs: llama.cpp's own converter (HF checkpoint → BF16/F16 GGUF), its importance
-matrix tool on the agent's own prompts, and its quantizer; plus what the manifest records about the result.
+"""The `gguf` recipe kind: llama.cpp's own converter (HF checkpoint → BF16/F16 GGUF), its importance matrix
+tool on the agent's own prompts, and its quantizer; plus what the manifest records about the result.
 
 The tools are the ones scripts/setup.sh builds from llama-cpp-python's vendored source, beside the harness
 venv's interpreter (`llama-quantize`, `llama-imatrix`) and in its share/llama.cpp (`convert_hf_to_gguf.py`).
@@ -13,14 +13,18 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from pydantic import Field, model_validator
 
 from agent_eval.builds.adapter import sha256_file
 from agent_eval.builds.gguf_file import read_gguf
+from agent_eval.builds.prepare_ladder import calibration_set
+from agent_eval.builds.recipes import Plan, Recipe, Say, Step, Weights
+from agent_eval.builds.rungs import gguf_grid_bits, gguf_rung
+from agent_eval.builds.spec import Build
 from agent_eval.errors import BuildError
-
-if TYPE_CHECKING:
-    from agent_eval.builds.spec import Build
+from agent_eval.records import RungInfo
 
 # Converter output types, and the quantizer's types (its own names), by the lower-case name a recipe uses.
 CONVERT_TYPES = {"bf16": "bf16", "f16": "f16"}
@@ -40,6 +44,59 @@ def check_gguf_recipe(source: str | None, gguf_type: str | None, calibration: st
         raise ValueError(f"gguf_type {gguf_type!r}: use one of {known}")
     if calibration and gguf_type in CONVERT_TYPES:
         raise ValueError(f"gguf_type {gguf_type}: a conversion takes no importance matrix (no 'calibration')")
+
+
+class GgufRecipe(Recipe):
+    """`gguf`: an HF build converted to BF16/F16 GGUF, or a GGUF build quantized to a llama.cpp type."""
+
+    calibration: str | None = Field(
+        None, description="The importance matrix's prompts: a run dir's recorded steps or a JSONL of chats."
+    )
+    calibration_samples: int = Field(64, gt=0, description="Prompts used at most.")
+    gguf_type: str | None = Field(
+        None, description="bf16/f16 (convert an HF build) or a llama.cpp quant type (q4_k_m ...)."
+    )
+
+    @model_validator(mode="after")
+    def _makeable(self) -> GgufRecipe:
+        check_gguf_recipe(self.source, self.gguf_type, self.calibration)
+        return self
+
+
+class GgufKind:
+    """GGUF rungs made with llama.cpp's tools; bits per weight and tensor types are read from the file."""
+
+    name = "gguf"
+    fields = GgufRecipe
+
+    def bits(self, recipe: Recipe, scheme: str) -> float | None:
+        return None  # the scheme's nominal bits; the manifest's rung has the file's own
+
+    def list_group(self, recipe: Recipe, scheme: str) -> str:
+        return "served"
+
+    def rung(self, recipe: Recipe, weights: Weights) -> RungInfo | None:
+        gguf_type = recipe.own(GgufRecipe).gguf_type
+        path, bpw = weights.path, weights.bits_per_weight
+        return gguf_rung(gguf_type or "", gguf_grid_bits(gguf_type), bpw, path, weights.weights_hash)
+
+    def plan(self, step: Step) -> Plan:
+        build, own = step.build, step.recipe.own(GgufRecipe)
+        source_hash = step.made_from
+        if own.gguf_type in CONVERT_TYPES:
+            # The converted file also holds the tokenizer and chat template; the weights hash leaves them out.
+            source_hash = f"{source_hash}+{tokenizer_hash(step.source_path())}"
+        prompts, calibration = calibration_set(build) if own.calibration else (None, None)
+        if calibration is not None:
+            source_hash = f"{source_hash};calibration={calibration}"
+
+        def made(say: Say) -> dict[str, Any]:
+            how = "converting" if own.gguf_type in CONVERT_TYPES else "quantizing"
+            matrix = f", importance matrix on {len(prompts)} of the agent's prompts" if prompts else ""
+            say(f"{build.name}: {how} {own.source} to GGUF {own.gguf_type} with llama.cpp's tools{matrix}")
+            return {"gguf": make(build, step.source_path(), prompts)}
+
+        return Plan(source_hash, made, calibration)
 
 
 TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
@@ -161,9 +218,9 @@ def file_facts(path: Path, gguf_type: str, imatrix_hash: str | None) -> dict[str
 
 def make(build: Build, source: Path, calibration: list[list[dict[str, Any]]] | None) -> dict[str, Any]:
     """Make a GGUF rung's file from `source` (an HF dir or a GGUF file); returns its facts."""
-    recipe = build.prepare
-    out = build.resolved_path()
-    assert recipe is not None and recipe.gguf_type is not None and out is not None
+    assert build.prepare is not None
+    recipe, out = build.prepare.own(GgufRecipe), build.resolved_path()
+    assert recipe.gguf_type is not None and out is not None
     why = missing_tools()
     if why is not None:
         raise BuildError(f"build {build.name!r}: {why}")

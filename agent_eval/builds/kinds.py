@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from agent_eval.errors import ConfigError
 from agent_eval.registry import Registry
 
 if TYPE_CHECKING:
@@ -26,6 +27,8 @@ class EngineKind(Protocol):
     """True: `builds prepare` makes its weights on a host that cannot serve them (GGUF needs no server)."""
     teacher_forcing: bool
     """True: its server scores a given answer token by token (prompt logprobs), so fidelity can probe it."""
+    images: bool
+    """True: its server takes image inputs, so a build may send screenshots (`accepts_images`)."""
 
     def check(self, build: Build) -> None:
         """Raise ValueError (shown as a build-file error) when the build does not fit this engine."""
@@ -51,8 +54,16 @@ class EngineKind(Protocol):
 ENGINE_KINDS: Registry[EngineKind] = Registry("engine")
 
 
+CAPABILITIES = ("starts_server", "prepares_without_engine", "teacher_forcing", "images")
+
+
 def register_engine_kind(kind: EngineKind) -> None:
     """Make `kind` usable as a build's `engine:` (a later registration under the same name replaces it)."""
+    unstated = [c for c in CAPABILITIES if not isinstance(getattr(kind, c, None), bool)]
+    if unstated:
+        raise ConfigError(
+            f"engine kind {getattr(kind, 'name', kind)!r} must state {', '.join(unstated)} (True or False)"
+        )
     ENGINE_KINDS.register(kind.name, kind)
 
 

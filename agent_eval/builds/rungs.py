@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from agent_eval.builds.bandwidth import weight_bytes
+from agent_eval.builds.recipes import Recipe, Weights, recipe_kind
 from agent_eval.records import RungInfo
-
-if TYPE_CHECKING:
-    from agent_eval.builds.spec import Recipe
 
 GRID_BITS = range(2, 9)
 SCALE_BITS = 16  # a bf16 scale (and, asymmetric, a bf16 zero point) per group
@@ -39,21 +36,6 @@ def check_ladder_recipe(kind: str, source: str | None, bits: int | None, calibra
         )
 
 
-def grid_of(recipe: Recipe | None, scheme: str) -> tuple[str, int | None, int | None, bool | None]:
-    """(method, bits, group size, symmetric) of a recipe; method 'none' for the unquantized reference."""
-    if recipe is None or recipe.kind == "dequantize-shipped-gguf":
-        return ("none", 16, None, None) if scheme in ("bf16", "fp16") else ("none", None, None, None)
-    if recipe.kind == "shipped-gguf":
-        return "gguf", None, None, None
-    if recipe.kind == "gguf":
-        return "gguf", gguf_grid_bits(recipe.gguf_type), None, None
-    bits = recipe.bits
-    if recipe.kind == "quantize":
-        bits = 8 if recipe.weights == "int8" else 4
-    method = "rtn" if recipe.kind in ("quantize", "round") else recipe.kind
-    return method, bits, recipe.group_size, recipe.symmetric
-
-
 def effective_bits(bits: int | None, group_size: int | None, symmetric: bool | None) -> float | None:
     """Bits per weight with the scale (and zero point) overhead of each group; per-channel scales ~free."""
     if bits is None:
@@ -65,30 +47,33 @@ def effective_bits(bits: int | None, group_size: int | None, symmetric: bool | N
 
 def rounded_in_bf16(recipe: Recipe | None, scheme: str) -> bool:
     """True when the rung's weights lie on its grid but are served as bf16 (speed/memory are bf16's)."""
-    return recipe is not None and recipe.kind in ("round", *CALIBRATED) and scheme == "bf16"
+    return recipe is not None and recipe_kind(recipe.kind).list_group(recipe, scheme) == "rounded"
 
 
 def rung_info(
     scheme: str, bits_per_weight: float | None, recipe: Recipe | None, path: Path | None, weights: str | None
 ) -> RungInfo | None:
-    """The manifest's rung; None for builds not prepared here (endpoints, bring-your-own)."""
+    """The manifest's rung, as the recipe's kind says; None for builds not prepared here (endpoints,
+    bring-your-own)."""
     if recipe is None:
         return None
-    method, bits, group, symmetric = grid_of(recipe, scheme)
-    if recipe.kind == "gguf":
-        return gguf_rung(recipe.gguf_type or "", bits, bits_per_weight, path, weights)
-    served = "bf16" if rounded_in_bf16(recipe, scheme) else "own"
-    calibration = _recorded_calibration(path) if method in CALIBRATED else None
+    return recipe_kind(recipe.kind).rung(recipe, Weights(scheme, bits_per_weight, path, weights))
+
+
+def grid_rung(
+    method: str, bits: int | None, group: int | None, symmetric: bool | None, served: str, weights: Weights
+) -> RungInfo:
+    """A rung on an integer grid (or the reference, method 'none'), the calibration as prepare recorded it."""
     return RungInfo(
         method=method,
         bits=bits,
         group_size=group,
         symmetric=symmetric,
-        bits_per_weight=bits_per_weight,
+        bits_per_weight=weights.bits_per_weight,
         served=served,
-        calibration_hash=calibration,
-        weights_hash=weights,
-        weight_bytes=weight_bytes(path),
+        calibration_hash=_recorded_calibration(weights.path) if method in CALIBRATED else None,
+        weights_hash=weights.weights_hash,
+        weight_bytes=weight_bytes(weights.path),
         label=rung_label(method, bits, group, symmetric, served),
     )
 
@@ -166,6 +151,4 @@ def list_group(reference: bool, recipe: Recipe | None, scheme: str) -> str:
     """Which heading of `builds list` a build falls under."""
     if reference:
         return "reference"
-    if recipe is None or recipe.kind in ("shipped-gguf", "dequantize-shipped-gguf"):
-        return "other"
-    return "rounded" if rounded_in_bf16(recipe, scheme) else "served"
+    return "other" if recipe is None else recipe_kind(recipe.kind).list_group(recipe, scheme)

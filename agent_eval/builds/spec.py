@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from agent_eval.builds.gguf_rungs import check_gguf_recipe
 from agent_eval.builds.kinds import EngineKind, engine_kind, engine_kinds
-from agent_eval.builds.rungs import check_ladder_recipe, effective_bits, grid_of, rung_info
+from agent_eval.builds.recipes import RECIPE_KINDS, AnyRecipe, holds_recipes, known_kind, recipe_kind
+from agent_eval.builds.rungs import rung_info
 from agent_eval.errors import ConfigError
 from agent_eval.records import BuildManifest, StrictModel
 
@@ -107,43 +108,13 @@ class Sampling(StrictModel):
     max_tokens: int = Field(96, gt=0)
 
 
-class Recipe(StrictModel):
-    """How `agent-eval builds prepare` makes this build's weights from the shipped model."""
+# Checks a layer above the builds adds (the agent plug point: does the build's agent fit its engine?).
+_BUILD_CHECKS: list[Callable[[Build], None]] = []
 
-    kind: Literal[
-        "dequantize-shipped-gguf", "quantize", "shipped-gguf", "merge-adapter", "round", "gptq", "awq", "gguf"
-    ]
-    source: str | None = Field(
-        None, description="quantize/merge-adapter/round/gptq/awq: the build whose weights are used."
-    )
-    adapter: str | None = Field(
-        None, description="merge-adapter: the shipped LoRA adapter's directory, relative to the repo."
-    )
-    weights: Literal["int8", "int4"] | None = Field(None, description="quantize: integer weight width.")
-    activations: Literal["int8"] | None = Field(None, description="quantize: dynamic per-token activations.")
-    group_size: int | None = Field(None, gt=0, description="quantize: weights per scale; None = per channel.")
-    symmetric: bool = True
-    bits: int | None = Field(None, description="round/gptq/awq: integer grid width, 2..8 bits.")
-    calibration: str | None = Field(
-        None, description="gptq/awq: a run dir (its recorded prompts) or a JSONL of chat messages."
-    )
-    calibration_samples: int = Field(64, gt=0, description="gptq/awq: prompts used at most.")
-    gguf_type: str | None = Field(
-        None, description="gguf: bf16/f16 (convert an HF build) or a llama.cpp quant type (q4_k_m ...)."
-    )
 
-    @model_validator(mode="after")
-    def _quantize_needs(self) -> Recipe:
-        if self.kind == "quantize" and (self.source is None or self.weights is None):
-            raise ValueError("a 'quantize' recipe needs 'source' (a build name) and 'weights' (int8 or int4)")
-        if self.kind == "merge-adapter" and (self.source is None or self.adapter is None):
-            raise ValueError(
-                "a 'merge-adapter' recipe needs 'source' (a build name) and 'adapter' (a directory)"
-            )
-        check_ladder_recipe(self.kind, self.source, self.bits, self.calibration)
-        if self.kind == "gguf":
-            check_gguf_recipe(self.source, self.gguf_type, self.calibration)
-        return self
+def add_build_check(check: Callable[[Build], None]) -> None:
+    """Run `check` on every build a file loads; its ValueError is shown as an error of that build."""
+    _BUILD_CHECKS.append(check)
 
 
 class Build(StrictModel):
@@ -160,7 +131,9 @@ class Build(StrictModel):
     engine_args: EngineArgs = Field(default_factory=EngineArgs)
     pinning: Pinning = Field(default_factory=Pinning)
     sampling: Sampling = Field(default_factory=Sampling)
-    accepts_images: bool = False
+    accepts_images: bool = Field(
+        False, description="Send the screenshot with each step (its engine kind must take images)."
+    )
     structured_output: StructuredOutput = Field(
         "json_schema",
         description="endpoint builds: how the action schema is sent (json_schema; json_object, llama.cpp's "
@@ -193,7 +166,9 @@ class Build(StrictModel):
         "a build to compare with that is no level (the untuned model), played on phase 1's seeds only and "
         "left out of the ladder and its knee.",
     )
-    prepare: Recipe | None = Field(None, description="How `builds prepare` makes it; None: bring your own.")
+    prepare: AnyRecipe | None = Field(
+        None, description="How `builds prepare` makes it (`kind` names a recipe kind); None: bring your own."
+    )
     resources: dict[str, float] | None = Field(
         None,
         description="On a Ray cluster: what the node serving this engine must have, e.g. {CPU: 2} or "
@@ -204,6 +179,11 @@ class Build(StrictModel):
     @classmethod
     def _scheme_lower(cls, value: str) -> str:
         return value.strip().lower()
+
+    @field_validator("prepare", mode="before")
+    @classmethod
+    def _known_recipe(cls, value: Any) -> Any:
+        return known_kind(value)
 
     @field_validator("engine")
     @classmethod
@@ -216,7 +196,14 @@ class Build(StrictModel):
     def _consistent(self) -> Build:
         if self.kind.starts_server and not self.model_path:
             raise ValueError(f"a {self.engine} build needs 'model_path'")
+        if self.accepts_images and not self.kind.images:
+            raise ValueError(
+                f"accepts_images: the {self.engine} engine's server takes no image inputs; "
+                "set accepts_images: false, or serve the build with an engine kind that takes images"
+            )
         self.kind.check(self)
+        for check in _BUILD_CHECKS:
+            check(self)
         return self
 
     @property
@@ -231,11 +218,8 @@ class Build(StrictModel):
     def bits(self) -> float | None:
         if self.bits_per_weight is not None:
             return self.bits_per_weight
-        if self.prepare is not None and self.prepare.kind in ("quantize", "round", "gptq", "awq"):
-            _, bits, group, symmetric = grid_of(self.prepare, self.scheme)
-            if bits is not None and (group is not None or self.prepare.kind != "quantize"):
-                return effective_bits(bits, group, symmetric)
-        return NOMINAL_BITS.get(self.scheme)
+        made = recipe_kind(self.prepare.kind).bits(self.prepare, self.scheme) if self.prepare else None
+        return made if made is not None else NOMINAL_BITS.get(self.scheme)
 
     def resolved_path(self) -> Path | None:
         if self.model_path is None:
@@ -302,6 +286,9 @@ class BuildSet(StrictModel):
         return next(b for b in self.builds if b.reference)
 
 
+holds_recipes(Build, BuildSet)
+
+
 def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
@@ -318,7 +305,9 @@ def default_builds_file() -> Path:
 
 def _where(loc: tuple[int | str, ...], data: Any = None) -> str:
     out = ""
-    for part in loc:
+    for before, part in zip((None, *loc), loc, strict=False):
+        if before == "prepare" and part in RECIPE_KINDS:
+            continue  # the recipe kind a field was validated as: the file does not write it there
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     builds = data.get("builds") if isinstance(data, dict) else None
     if isinstance(builds, list) and len(loc) > 1 and loc[0] == "builds" and isinstance(loc[1], int):
