@@ -5,13 +5,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import Field
 
 from agent_eval.errors import ConfigError, RunStoreError
-from agent_eval.records import EngineRecord, EpisodeRecord, StrictModel
+from agent_eval.records import EngineRecord, EpisodeRecord, StepRecord, StrictModel
 from agent_eval.rundir import (
     EPISODES_FILE,
     MANIFEST_FILE,
@@ -24,13 +25,23 @@ from agent_eval.rundir import (
     settle_attempts,
 )
 from agent_eval.rundir.bandwidth import read_ceiling
+from agent_eval.scoring.abilities import ability_ladder
 from agent_eval.scoring.build_score import BuildScore, build_score
 from agent_eval.scoring.engine_busy import EngineBusy, engine_busy, seed_levels
+from agent_eval.scoring.families import FamilyScore, TaskFacts, family_scores, read_task_entries
 from agent_eval.scoring.fidelity_fields import FidelityRow, read_fidelity_rows
 from agent_eval.scoring.ladder import Ladder, build_ladder
 from agent_eval.scoring.regression import Regression, bits_order, compare_builds
 from agent_eval.scoring.splits import SplitScore, read_task_splits, split_scores
 from agent_eval.scoring.stats import ALPHA, DEFAULT_MARGIN
+from agent_eval.scoring.typing_accuracy import (
+    AnswerScore,
+    EpisodeKey,
+    TypingScore,
+    answer_scores,
+    typed_step_accuracies,
+    typing_scores,
+)
 
 SCORECARD_SCHEMA_VERSION = 1
 
@@ -69,6 +80,18 @@ class Scorecard(StrictModel):
     )
     engine_busy: list[EngineBusy] | None = Field(
         None, description="Per build and phase, how busy its engine was and why it idled; null: not read."
+    )
+    families: list[FamilyScore] = Field(
+        default_factory=list,
+        description="Rates per build and task family, and per split within it (empty: one family ran).",
+    )
+    typing: list[TypingScore] = Field(
+        default_factory=list,
+        description="Typing accuracy per build, over all typed steps and per family (empty: none typed).",
+    )
+    answers: list[AnswerScore] = Field(
+        default_factory=list,
+        description="Right final answers per build on answer tasks, all and per family (empty: none ran).",
     )
 
 
@@ -128,8 +151,13 @@ def score_episodes(
     task_splits: Mapping[str, str] | None = None,
     read_ceiling_gbs: float | None = None,
     looks: int = 1,
+    facts: TaskFacts | None = None,
+    typing: Mapping[EpisodeKey, Sequence[float]] | None = None,
 ) -> Scorecard:
-    """The scorecard from every episode record of a run (all attempts; only the last of each seed counts)."""
+    """The scorecard from every episode record of a run (all attempts; only the last of each seed counts).
+
+    `facts` is what run.json says of the tasks (families, answer tasks); `typing` the typing accuracy of
+    each scored episode's typed steps (`typed_accuracies`)."""
     if not 0 < margin < 1:
         raise ConfigError(f"the margin is a drop in rate, between 0 and 1 (got {margin})")
     engines = engines or {}
@@ -161,6 +189,14 @@ def score_episodes(
     regression = None
     if reference is not None and len(by_build) > 1:
         regression = compare_builds(scored, reference, margin, alpha, looks=looks)
+    facts, typing = facts or TaskFacts(), typing or {}
+    # A run written before answer tasks were recorded in run.json still shows which tasks judged an answer.
+    judged = {e.task_id for e in scored if e.answer_correct is not None}
+    facts = dataclasses.replace(facts, answer_tasks=facts.answer_tasks | judged)
+    ladder = build_ladder(scored, scores, regression, read_ceiling_gbs)
+    if ladder is not None and regression is not None:
+        rungs = [(r.build, r.bits_per_weight) for r in ladder.rungs if r.navigation_delta is not None]
+        ladder.abilities = ability_ladder(scored, rungs, regression, facts, typing)
     return Scorecard(
         run_id=run_id,
         reference=reference,
@@ -171,8 +207,25 @@ def score_episodes(
         regression=regression,
         notes=[*notes, *_score_notes(reference, len(by_build), settled, regression)],
         splits=split_scores(scored, task_splits or {}) if task_splits else [],
-        ladder=build_ladder(scored, scores, regression, read_ceiling_gbs),
+        ladder=ladder,
+        families=family_scores(scored, facts),
+        typing=typing_scores(typing, facts.families),
+        answers=answer_scores(scored, set(facts.answer_tasks), facts.families),
     )
+
+
+def typed_accuracies(
+    scored: Sequence[EpisodeRecord], facts: TaskFacts, steps_of: Callable[[EpisodeRecord], list[StepRecord]]
+) -> dict[EpisodeKey, list[float]]:
+    """Each scored episode's typed-step accuracies, for the tasks whose oracle types (run.json's `typed`)."""
+    out: dict[EpisodeKey, list[float]] = {}
+    for episode in scored:
+        fields = facts.typed.get(episode.task_id)
+        if fields:
+            out[episode.build, episode.task_id, episode.seed] = typed_step_accuracies(
+                steps_of(episode), fields, episode.params
+            )
+    return out
 
 
 def score_run(run_dir: Path, reference: str | None = None, margin: float | None = None) -> Scorecard:
@@ -187,6 +240,17 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         notes.append(f"run.json names {recorded!r} as the reference, but it has no episodes yet")
         recorded = None
     chosen = resolve_reference(reference, recorded, episodes)
+    facts = TaskFacts.of(read_task_entries(run_dir))
+    scored = list(settle_attempts(episodes).scored.values())
+    read: dict[str, list[StepRecord]] = {}
+
+    def steps_of(episode: EpisodeRecord) -> list[StepRecord]:
+        # Typing accuracy and the engine-busy timeline read the same steps: read each file once.
+        key = episode.episode_dir or f"{episode.build}/{episode.task_id}/{episode.seed}"
+        if key not in read:
+            read[key] = read_steps(run_dir, episode)
+        return read[key]
+
     card = score_episodes(
         episodes,
         read_engines(run_dir),
@@ -197,12 +261,14 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         task_splits=read_task_splits(run_dir),
         read_ceiling_gbs=read_ceiling(run_dir),
         looks=settings.looks,
+        facts=facts,
+        typing=typed_accuracies(scored, facts, steps_of),
     )
     card.fidelity = read_fidelity_rows(run_dir)
     first_seed, levels = seed_levels(run_dir)
     card.engine_busy = engine_busy(
-        list(settle_attempts(episodes).scored.values()),
-        lambda episode: read_steps(run_dir, episode),
+        scored,
+        steps_of,
         read_engines(run_dir),
         first_seed,
         levels,
