@@ -50,7 +50,7 @@ class AbilityVerdict(StrictModel):
 class AbilityRow(StrictModel):
     """One rung on one family (or all tasks): a verdict per ability the family exercises."""
 
-    build: str = Field(description="The rung.")
+    build: str = Field(description="The rung compared with the reference.")
     family: str = Field(description="app/family, or 'all'.")
     bits_per_weight: float | None = Field(description="The rung's bits per weight.")
     abilities: list[AbilityVerdict] = Field(description="One per ability with paired episodes.")
@@ -177,7 +177,8 @@ def _rows_for(
 
 
 def _words(abilities: Sequence[str]) -> str:
-    return " and ".join(ABILITY_WORDS[a] for a in abilities)
+    names = [ABILITY_WORDS[a] for a in abilities]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _mark_first(rows: Sequence[AbilityRow]) -> AbilityRow | None:

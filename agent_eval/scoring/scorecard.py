@@ -139,6 +139,28 @@ def _score_notes(
     return notes
 
 
+def _build_scores(
+    by_build: Mapping[str, list[EpisodeRecord]],
+    settled: SettledEpisodes,
+    reference: str | None,
+    engines: Mapping[str, EngineRecord],
+) -> list[BuildScore]:
+    """Each build's score: the reference first, then by bits per weight."""
+    scores = [
+        build_score(
+            build,
+            eps,
+            reference=build == reference,
+            infra_attempts_by_task=infra_attempts_by_task(settled, build),
+            unresolved=settled.unresolved[build],
+            engine=engines.get(build),
+        )
+        for build, eps in by_build.items()
+    ]
+    scores.sort(key=lambda s: (not s.reference, *bits_order(s.build, s.bits_per_weight)))
+    return scores
+
+
 def score_episodes(
     episodes: Sequence[EpisodeRecord],
     engines: Mapping[str, EngineRecord] | None = None,
@@ -173,31 +195,12 @@ def score_episodes(
             f"builds here: {', '.join(sorted(by_build))}"
         )
 
-    scores = [
-        build_score(
-            build,
-            eps,
-            reference=build == reference,
-            infra_attempts_by_task=infra_attempts_by_task(settled, build),
-            unresolved=settled.unresolved[build],
-            engine=engines.get(build),
-        )
-        for build, eps in by_build.items()
-    ]
-    scores.sort(key=lambda s: (not s.reference, *bits_order(s.build, s.bits_per_weight)))
+    scores = _build_scores(by_build, settled, reference, engines)
 
     regression = None
     if reference is not None and len(by_build) > 1:
         regression = compare_builds(scored, reference, margin, alpha, looks=looks)
-    facts, typing = facts or TaskFacts(), typing or {}
-    # A run written before answer tasks were recorded in run.json still shows which tasks judged an answer.
-    judged = {e.task_id for e in scored if e.answer_correct is not None}
-    facts = dataclasses.replace(facts, answer_tasks=facts.answer_tasks | judged)
-    ladder = build_ladder(scored, scores, regression, read_ceiling_gbs)
-    if ladder is not None and regression is not None:
-        rungs = [(r.build, r.bits_per_weight) for r in ladder.rungs if r.navigation_delta is not None]
-        ladder.abilities = ability_ladder(scored, rungs, regression, facts, typing)
-    return Scorecard(
+    card = Scorecard(
         run_id=run_id,
         reference=reference,
         margin=margin,
@@ -207,11 +210,28 @@ def score_episodes(
         regression=regression,
         notes=[*notes, *_score_notes(reference, len(by_build), settled, regression)],
         splits=split_scores(scored, task_splits or {}) if task_splits else [],
-        ladder=ladder,
-        families=family_scores(scored, facts),
-        typing=typing_scores(typing, facts.families),
-        answers=answer_scores(scored, set(facts.answer_tasks), facts.families),
+        ladder=build_ladder(scored, scores, regression, read_ceiling_gbs),
     )
+    _add_families(card, scored, facts or TaskFacts(), typing or {})
+    return card
+
+
+def _add_families(
+    card: Scorecard,
+    scored: Sequence[EpisodeRecord],
+    facts: TaskFacts,
+    typing: Mapping[EpisodeKey, Sequence[float]],
+) -> None:
+    """The scorecard's family sections and the ladder's abilities (docs/scorecard.md, "Task families")."""
+    # A run written before answer tasks were recorded in run.json still shows which tasks judged an answer.
+    judged = {e.task_id for e in scored if e.answer_correct is not None}
+    facts = dataclasses.replace(facts, answer_tasks=facts.answer_tasks | judged)
+    if card.ladder is not None and card.regression is not None:
+        rungs = [(r.build, r.bits_per_weight) for r in card.ladder.rungs if r.navigation_delta is not None]
+        card.ladder.abilities = ability_ladder(scored, rungs, card.regression, facts, typing)
+    card.families = family_scores(scored, facts)
+    card.typing = typing_scores(typing, facts.families)
+    card.answers = answer_scores(scored, set(facts.answer_tasks), facts.families)
 
 
 def typed_accuracies(
