@@ -11,6 +11,7 @@ import pytest
 from _family_runs import FakeRun, FakeTask, Played, settings_run, write_fake_run
 
 from agent_eval.action import Action, ActionType
+from agent_eval.errors import RunStoreError
 from agent_eval.grid.plan import resolve_tasks
 from agent_eval.grid.spec import load_grid
 from agent_eval.records import StepRecord
@@ -242,6 +243,15 @@ def test_a_settings_only_run_keeps_its_scorecard_and_gains_only_the_ability_sect
     for part in new:
         markdown = markdown.replace(part, "", 1)
     assert markdown == (golden / "scorecard.md").read_text()
+
+
+def test_a_damaged_task_entry_in_run_json_is_an_error_naming_it(tmp_path: Path) -> None:
+    settings_run(tmp_path / "r", seeds=2)
+    manifest = json.loads((tmp_path / "r" / "run.json").read_text())
+    manifest["tasks"][1]["typed"] = [{"field": "name"}]
+    (tmp_path / "r" / "run.json").write_text(json.dumps(manifest))
+    with pytest.raises(RunStoreError, match=r"run.json: tasks\[1\]\.typed\.0\.text: Field required"):
+        score_run(tmp_path / "r")
 
 
 def test_the_mixed_ladder_grid_loads() -> None:

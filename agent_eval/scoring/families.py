@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
+from agent_eval.errors import RunStoreError
 from agent_eval.records import EpisodeRecord, StrictModel
 from agent_eval.rundir import MANIFEST_FILE, TaskEntry, TypedField
 from agent_eval.scoring.build_score import BuildName, Navigation, Success, rate
@@ -43,13 +44,25 @@ class TaskFacts:
 
 
 def read_task_entries(run_dir: Path) -> list[TaskEntry]:
-    """run.json's task list (empty when it has none, or cannot be read: the scores then have no families)."""
+    """run.json's task list; empty when there is no run.json or it holds no JSON object (the scores then
+    have no families). A task entry that is not one is an error naming the entry and the field."""
+    path = run_dir / MANIFEST_FILE
     try:
-        manifest = json.loads((run_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
-        tasks = manifest.get("tasks") if isinstance(manifest, dict) else None
-        return [TaskEntry.model_validate(t) for t in tasks or []]
+        manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
+    tasks = manifest.get("tasks") if isinstance(manifest, dict) else None
+    entries = []
+    for index, raw in enumerate(tasks if isinstance(tasks, list) else []):
+        try:
+            entries.append(TaskEntry.model_validate(raw))
+        except ValidationError as e:
+            error = e.errors()[0]
+            where = ".".join(str(part) for part in error["loc"])
+            raise RunStoreError(
+                f"{path}: tasks[{index}].{where}: {error['msg']}; restore the run's run.json"
+            ) from e
+    return entries
 
 
 class FamilyScore(StrictModel):
