@@ -29,7 +29,9 @@ def typing_table(card: Scorecard) -> TextTable | None:
             t.family,
             str(t.steps),
             str(t.episodes),
-            f"{number(t.accuracy)} [{number(t.low)}, {number(t.high)}]",
+            f"{number(t.accuracy)} [{number(t.low)}, {number(t.high)}]"
+            if t.low is not None
+            else f"{number(t.accuracy)} (no interval: under 2 episodes, or no variation)",
         )
         for t in card.typing
     )
