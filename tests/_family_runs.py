@@ -65,7 +65,7 @@ def _manifest(build: str, bits: float) -> BuildManifest:
 def _steps(played: Played, task: FakeTask) -> list[StepRecord]:
     steps = []
     for index, (field_id, text) in enumerate(played.typed, 1):
-        elements = ['1 TextView "New contact"', f'{index + 1} EditText "" id={field_id}']
+        elements = ['[1] TextView "New contact"', f"[{index + 1}] EditText id={field_id}"]
         action = Action(type=ActionType.TYPE, element=index + 1, text=text)
         steps.append(StepRecord(step=index, elements=elements, action=action))
     last = (

@@ -82,10 +82,11 @@ def test_edit_distance_and_step_accuracy_by_hand() -> None:
     assert step_accuracy("a much longer text than meant", "meant") == 0.0  # floored, never negative
 
 
-def _typed(step: int, text: str, element: int | None, lines: list[str]) -> StepRecord:
-    return StepRecord(
-        step=step, elements=lines, action=Action(type=ActionType.TYPE, element=element, text=text)
-    )
+def _typed(
+    step: int, text: str, element: int | None, lines: list[str], target: str | None = None
+) -> StepRecord:
+    action = Action(type=ActionType.TYPE, element=element, text=text)
+    return StepRecord(step=step, elements=lines, action=action, target_id=target)
 
 
 def test_typed_steps_match_their_field_by_id_then_by_order() -> None:
@@ -94,10 +95,17 @@ def test_typed_steps_match_their_field_by_id_then_by_order() -> None:
         TypedField(field="number", text="{p.number}"),
     ]
     params = {"p.name": "Chris Park", "p.number": "+1 555-0131"}
-    lines = ['1 EditText "" id=display_name', '2 EditText "" id=number', '3 Button "Save"']
+    lines = ["[1] EditText id=display_name", "[2] EditText id=number", '[3] Button "Save"']
     # Number first, by its id: each text meets its own field whatever the order.
     by_id = [_typed(1, "+1 555-0131", 2, lines), _typed(2, "Chris Pork", 1, lines)]
     assert typed_step_accuracies(by_id, fields, params) == pytest.approx([1.0, 0.9])
+    # A labelled field shows no id in its line: the recorded target_id says where the text went.
+    labelled = ['[1] EditText "Name"', '[2] EditText "Phone"']
+    recorded = [
+        _typed(1, "+1 555-0131", 2, labelled, "number"),
+        _typed(2, "Chris Pork", 1, labelled, "display_name"),
+    ]
+    assert typed_step_accuracies(recorded, fields, params) == pytest.approx([1.0, 0.9])
     # No element named (typing into whatever has focus): the fields in the oracle's order.
     by_order = [_typed(1, "Chris Park", None, []), _typed(2, "+1 555-013", None, [])]
     assert typed_step_accuracies(by_order, fields, params) == pytest.approx([1.0, 10 / 11])

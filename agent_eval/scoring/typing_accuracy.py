@@ -46,12 +46,15 @@ def fill(text: str, params: Mapping[str, str]) -> str:
 
 
 def _field_of(step: StepRecord) -> str:
-    """The `id=` of the element the step typed into, from the element lines the agent saw ('' if none)."""
+    """The id of the field the step typed into: as recorded (`target_id`), else the `id=` of its element's
+    line (shown only for elements without a label; runs before `target_id`), else ''."""
+    if step.target_id:
+        return step.target_id
     element = step.action.element if step.action is not None else None
     if element is None:
         return ""
     for line in step.elements:
-        if line.split(" ", 1)[0] == str(element):
+        if line.split(" ", 1)[0].strip("[]") == str(element):  # `[3] EditText id=number`
             found = _ID.findall(line)
             return found[-1] if found else ""
     return ""
@@ -61,9 +64,9 @@ def typed_step_accuracies(
     steps: Sequence[StepRecord], fields: Sequence[TypedField], params: Mapping[str, str]
 ) -> list[float]:
     """One accuracy per `type` step of the episode, each against the intended text it is matched with:
-    the field it typed into when an intended field has that id (the first not yet typed, if several);
-    else the first intended field not yet typed, in the oracle's order; else (every field typed already)
-    the intended text nearest to what it typed. Empty when the task means nothing to be typed."""
+    the field it typed into (`_field_of`) when an intended field has that id (the first not yet typed, if
+    several); else the first intended field not yet typed, in the oracle's order; else (every field typed
+    already) the intended text nearest to what it typed. Empty when the task means nothing to be typed."""
     intended = [(f.field, fill(f.text, params)) for f in fields]
     if not intended:
         return []
