@@ -212,6 +212,8 @@ def test_typing_breaks_first_and_the_scorecard_says_so(family_run: tuple[Path, S
     assert "## Rates per task family" in markdown and "## Typing accuracy per step" in markdown
     html = render_report(run_dir, card, None)
     assert 'data-path="ladder.abilities.families.0.sentence"' in html
+    for title in ("Training and held-out tasks", "Rates per task family", "Typing accuracy per step"):
+        assert html.count(f"<h3>{title}") == 1
 
 
 def test_a_ladder_that_nothing_breaks_says_the_data_do_not_say(tmp_path: Path) -> None:

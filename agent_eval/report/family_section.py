@@ -89,9 +89,21 @@ def _html_table(table: TextTable) -> str:
     return f"<h3>{escape(table.title)}</h3><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def splits_table(card: Scorecard) -> TextTable | None:
+    """Training and held-out tasks apart (scorecard.md has it as `split_table`); None without held-out."""
+    if not {s.split for s in card.splits} - {"train"}:
+        return None
+    rows = tuple(
+        (s.build, s.split, str(s.tasks), rate_text(s.navigation), rate_text(s.success)) for s in card.splits
+    )
+    headers = ("build", "split", "tasks", "navigation", "success")
+    return TextTable("Training and held-out tasks (Wilson 95% intervals)", headers, rows)
+
+
 def families_html(card: Scorecard) -> str:
     """report.html's section: the sentences (with their scorecard.json paths), then the tables."""
-    tables = "".join(_html_table(t) for t in family_tables(card) if t is not None)
+    shown = [splits_table(card), *family_tables(card)]
+    tables = "".join(_html_table(t) for t in shown if t is not None)
     items = "".join(
         f'<li data-path="ladder.abilities.families.{i}.sentence" data-value="{escape(json.dumps(s))}">'
         f"{escape(s)}</li>"
