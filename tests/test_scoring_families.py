@@ -5,6 +5,7 @@ scorecard unchanged but for the new sections."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -253,6 +254,19 @@ def test_a_settings_only_run_keeps_its_scorecard_and_gains_only_the_ability_sect
     for part in new:
         markdown = markdown.replace(part, "", 1)
     assert markdown == (golden / "scorecard.md").read_text()
+    # report.html: one new section (the ability sentence and table, no family tables), and the scorecard it
+    # embeds is the same but for the new fields.
+    html = render_report(run_dir, card, None)
+    assert (
+        html.count("<h2>Task families, typing and answers</h2>") == 1
+        and "<h3>Rates per task family" not in html
+    )
+    embedded = re.search(r'<script type="application/json" id="scorecard-data">(.*?)</script>', html)
+    assert embedded is not None
+    page = json.loads(embedded.group(1))
+    assert page.pop("families") == [] and page.pop("typing") == [] and page.pop("answers") == []
+    page["ladder"].pop("abilities")
+    assert page == json.loads((golden / "scorecard.json").read_text())
 
 
 def test_a_damaged_task_entry_in_run_json_is_an_error_naming_it(tmp_path: Path) -> None:
