@@ -262,14 +262,10 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
     chosen = resolve_reference(reference, recorded, episodes)
     facts = TaskFacts.of(read_task_entries(run_dir))
     scored = list(settle_attempts(episodes).scored.values())
-    read: dict[str, list[StepRecord]] = {}
 
     def steps_of(episode: EpisodeRecord) -> list[StepRecord]:
-        # Typing accuracy and the engine-busy timeline read the same steps: read each file once.
-        key = episode.episode_dir or f"{episode.build}/{episode.task_id}/{episode.seed}"
-        if key not in read:
-            read[key] = read_steps(run_dir, episode)
-        return read[key]
+        # Read when asked, not kept: a big run's steps (prompts included) would not fit in memory at once.
+        return read_steps(run_dir, episode)
 
     card = score_episodes(
         episodes,
