@@ -163,13 +163,13 @@ def _rows_for(
     level: float,
 ) -> list[AbilityRow]:
     rows = []
+    refs = {ability: _values(by_build[reference], measure, tasks) for ability, measure in measures.items()}
     for build, bits in rungs:
         found = []
         for ability, measure in measures.items():
-            ref = _values(by_build[reference], measure, tasks)
             mine = _values(by_build.get(build, ()), measure, tasks)
-            if set(ref) & set(mine):
-                found.append(_compare(ability, ref, mine, level))
+            if set(refs[ability]) & set(mine):
+                found.append(_compare(ability, refs[ability], mine, level))
         rows.append(
             AbilityRow(build=build, family=group, bits_per_weight=bits, abilities=found, first_regressions=[])
         )
