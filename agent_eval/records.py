@@ -74,6 +74,11 @@ class StepRecord(StrictModel):
     model_started_at: float | None = Field(
         None, description="Unix time the model call began (it took latency.model_s); None in older runs."
     )
+    target_id: str | None = Field(
+        None,
+        description="Resource id (its last part) of the element the action named, or that had focus when "
+        "it typed without naming one; None: none, or older runs.",
+    )
 
 
 class RungInfo(StrictModel):

@@ -7,14 +7,17 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agent_eval.scoring.abilities import AbilityLadder, AbilityRow, AbilityVerdict, BreakPoint
 from agent_eval.scoring.build_score import BuildScore, LatencyPerStep, OutcomeCounts, Rate, TaskScore
 from agent_eval.scoring.engine_busy import EngineBusy
+from agent_eval.scoring.families import FamilyScore
 from agent_eval.scoring.fidelity_fields import FidelityRow
 from agent_eval.scoring.ladder import Ladder, LadderRung
 from agent_eval.scoring.recognition import RecognitionGap
 from agent_eval.scoring.regression import BuildComparison, MetricComparison, Regression, TaskComparison
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.scoring.splits import SplitScore
+from agent_eval.scoring.typing_accuracy import AnswerScore, TypingScore
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "scorecard.md"
 MODELS: tuple[type[BaseModel], ...] = (
@@ -34,6 +37,13 @@ MODELS: tuple[type[BaseModel], ...] = (
     Ladder,
     LadderRung,
     EngineBusy,
+    FamilyScore,
+    TypingScore,
+    AnswerScore,
+    AbilityLadder,
+    AbilityRow,
+    AbilityVerdict,
+    BreakPoint,
 )
 
 

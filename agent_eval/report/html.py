@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.records import EpisodeRecord
+from agent_eval.report.family_section import families_html
 from agent_eval.report.fidelity_section import fidelity_html
 from agent_eval.report.ladder_plot import ladder_figures
 from agent_eval.report.manifests import builds_table
@@ -203,6 +204,7 @@ def render_report(
         engine_table(card),
         "<h2>What served each build</h2>",
         builds_table(builds, episodes.final, read_engines(run_dir)),
+        families_html(card),
         "<h2>Per task</h2>",
         per_task_table(card),
         "<details><summary>Per-task drill-down of the regression (exploratory, BH-adjusted)</summary>",

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent_eval.report.busy_table import busy_table
+from agent_eval.report.family_section import ability_sentences, family_tables
 from agent_eval.report.ladder_tables import ladder_tables
 from agent_eval.report.recognition_section import recognition_table
 from agent_eval.report.text import MISSING, TextTable, number, p_value, rate_text, signed
@@ -260,7 +261,7 @@ def render_markdown(card: Scorecard) -> str:
     parts = [f"# Scorecard: run {card.run_id}", ""]
     said = sentences(card)
     if card.ladder is not None:
-        said = [f"Ladder: {card.ladder.sentence}", *said]
+        said = [f"Ladder: {card.ladder.sentence}", *ability_sentences(card)[:1], *said]
     if said:
         parts += ["## Verdicts", "", *(f"- {s}" for s in said), ""]
     if card.notes:
@@ -274,6 +275,8 @@ def render_markdown(card: Scorecard) -> str:
     ]
     parts += [markdown_table(t) + "\n" for t in tables if t is not None]
     parts += split_table(card.splits)
+    parts += [markdown_table(t) + "\n" for t in family_tables(card) if t is not None]
+    parts += [f"- {s}" for s in ability_sentences(card)[1:]] + ([""] if ability_sentences(card)[1:] else [])
     parts.append(
         "REGRESSION: Holm-adjusted exact McNemar p < α. NON-INFERIOR: the one-sided 95% upper bound of "
         "the drop is below δ. INCONCLUSIVE: neither; the data cannot decide, which is not no regression."

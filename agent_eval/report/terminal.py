@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agent_eval.report.family_section import ability_sentences, family_tables
 from agent_eval.report.markdown import scorecard_tables
 from agent_eval.report.text import TextTable
 from agent_eval.scoring.scorecard import Scorecard
@@ -57,7 +58,7 @@ def render(card: Scorecard, console: Console, *, drill_down: bool = False) -> No
             console.print(_styled_sentence(comparison.sentence))
     for note in card.notes:
         console.print(Text(f"note: {note}", style="dim"))
-    for table in scorecard_tables(card, drill_down=drill_down):
+    for table in [*scorecard_tables(card, drill_down=drill_down), *family_tables(card)]:
         if table is not None:
             console.print()
             # Printed above the table, not as its title: rich would wrap a title to a narrow table's width.
@@ -65,3 +66,5 @@ def render(card: Scorecard, console: Console, *, drill_down: bool = False) -> No
             console.print(rich_table(table))
     for line in split_table(card.splits):
         console.print(Text(line.removeprefix("## "), style="bold" if line.startswith("## ") else ""))
+    for sentence in ability_sentences(card):
+        console.print(_styled_sentence(sentence))

@@ -37,6 +37,13 @@ _PACKAGES = (
 )
 
 
+class TypedField(StrictModel):
+    """One text the task means to be typed: into which field, and the text with its `{parameters}`."""
+
+    field: str = Field(description="The field's resource id, last part ('' when the oracle names none).")
+    text: str = Field(description="The intended text, its {parameters} filled by each episode's params.")
+
+
 class TaskEntry(StrictModel):
     """A task as the run resolved it: editing the file changes the hash, and the run refuses to continue."""
 
@@ -47,6 +54,13 @@ class TaskEntry(StrictModel):
         description="Hash of the task's parsed content (formatting and comments do not count)."
     )
     split: str = Field("train", description="train, or held_out: never in the tuning data.")
+    family: str | None = Field(
+        None, description="app/family from the task's tags (task/family.py); None in runs before it."
+    )
+    answer: bool = Field(False, description="The task ends in an answer the agent gives.")
+    typed: list[TypedField] = Field(
+        default_factory=list, description="What its oracle types, field by field, parameters unfilled."
+    )
 
 
 class RunManifest(StrictModel):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent_eval.action import Action
+from agent_eval.action import Action, ActionType
 from agent_eval.agent.policy import Decision, PastStep, Policy, StepContext
 from agent_eval.agent.prompt import action_summary, element_lines
 from agent_eval.device.backend import EpisodeDevice
@@ -292,4 +292,21 @@ def _step_record(step: int, episode_dir: Path, observation: Observation, decisio
         invalid_reason=decision.invalid_reason,
         prompt_tokens=decision.prompt_tokens,
         completion_tokens=decision.completion_tokens,
+        target_id=_target_id(decision, observation),
     )
+
+
+def _target_id(decision: Decision, observation: Observation) -> str | None:
+    """The resource id the action went to: its named element, or the focused field it typed into."""
+    action = decision.action
+    if action is None:
+        return None
+    if action.element is not None:
+        named = [e for e in observation.elements if e.index == action.element]
+    elif action.type is ActionType.TYPE:
+        named = [e for e in observation.elements if e.focused]
+    else:
+        return None
+    if not named:
+        return None
+    return named[0].resource_id.rsplit("/", 1)[-1] or None

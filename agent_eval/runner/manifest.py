@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent_eval.records import BuildManifest
-from agent_eval.rundir import RunManifest, TaskEntry, host_info, package_versions
+from agent_eval.rundir import RunManifest, TaskEntry, TypedField, host_info, package_versions
 from agent_eval.task import Task
+from agent_eval.task.family import task_family, typed_fields
 
 
 def task_entry(task: Task) -> TaskEntry:
@@ -24,6 +25,9 @@ def task_entry(task: Task) -> TaskEntry:
         path=str(task.source) if task.source is not None else None,
         sha256=hashlib.sha256(content.encode("utf-8")).hexdigest(),
         split=task.split,
+        family=task_family(task.tags),
+        answer=task.answer is not None,
+        typed=[TypedField(field=field, text=text) for field, text in typed_fields(task.oracle)],
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from agent_eval.records import EpisodeRecord, RungInfo, StrictModel
+from agent_eval.scoring.abilities import AbilityLadder
 from agent_eval.scoring.build_score import BuildName, BuildScore, DecodeTokS, Navigation, PeakRssMb, Success
 from agent_eval.scoring.regression import METRIC_WORDS, BuildComparison, MetricComparison, Regression
 from agent_eval.scoring.stats import Verdict
@@ -72,6 +73,11 @@ class Ladder(StrictModel):
     knees_by_engine: dict[str, dict[str, str | None]] = Field(
         default_factory=dict,
         description="With rungs on more than one engine: engine → {navigation, success} → its own knee.",
+    )
+    abilities: AbilityLadder | None = Field(
+        None,
+        description="Per rung and task family: navigation, completion recognition, typing and answer "
+        "accuracy against the reference, the knee and which ability breaks first; null: not scored.",
     )
 
 

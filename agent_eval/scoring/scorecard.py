@@ -5,13 +5,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import Field
 
 from agent_eval.errors import ConfigError, RunStoreError
-from agent_eval.records import EngineRecord, EpisodeRecord, StrictModel
+from agent_eval.records import EngineRecord, EpisodeRecord, StepRecord, StrictModel
 from agent_eval.rundir import (
     EPISODES_FILE,
     MANIFEST_FILE,
@@ -24,13 +25,23 @@ from agent_eval.rundir import (
     settle_attempts,
 )
 from agent_eval.rundir.bandwidth import read_ceiling
+from agent_eval.scoring.abilities import ability_ladder
 from agent_eval.scoring.build_score import BuildScore, build_score
 from agent_eval.scoring.engine_busy import EngineBusy, engine_busy, seed_levels
+from agent_eval.scoring.families import FamilyScore, TaskFacts, family_scores, read_task_entries
 from agent_eval.scoring.fidelity_fields import FidelityRow, read_fidelity_rows
 from agent_eval.scoring.ladder import Ladder, build_ladder
 from agent_eval.scoring.regression import Regression, bits_order, compare_builds
 from agent_eval.scoring.splits import SplitScore, read_task_splits, split_scores
 from agent_eval.scoring.stats import ALPHA, DEFAULT_MARGIN
+from agent_eval.scoring.typing_accuracy import (
+    AnswerScore,
+    EpisodeKey,
+    TypingScore,
+    answer_scores,
+    typed_step_accuracies,
+    typing_scores,
+)
 
 SCORECARD_SCHEMA_VERSION = 1
 
@@ -69,6 +80,18 @@ class Scorecard(StrictModel):
     )
     engine_busy: list[EngineBusy] | None = Field(
         None, description="Per build and phase, how busy its engine was and why it idled; null: not read."
+    )
+    families: list[FamilyScore] = Field(
+        default_factory=list,
+        description="Rates per build and task family, and per split within it (empty: one family ran).",
+    )
+    typing: list[TypingScore] = Field(
+        default_factory=list,
+        description="Typing accuracy per build, over all typed steps and per family (empty: none typed).",
+    )
+    answers: list[AnswerScore] = Field(
+        default_factory=list,
+        description="Right final answers per build on answer tasks, all and per family (empty: none ran).",
     )
 
 
@@ -116,6 +139,28 @@ def _score_notes(
     return notes
 
 
+def _build_scores(
+    by_build: Mapping[str, list[EpisodeRecord]],
+    settled: SettledEpisodes,
+    reference: str | None,
+    engines: Mapping[str, EngineRecord],
+) -> list[BuildScore]:
+    """Each build's score: the reference first, then by bits per weight."""
+    scores = [
+        build_score(
+            build,
+            eps,
+            reference=build == reference,
+            infra_attempts_by_task=infra_attempts_by_task(settled, build),
+            unresolved=settled.unresolved[build],
+            engine=engines.get(build),
+        )
+        for build, eps in by_build.items()
+    ]
+    scores.sort(key=lambda s: (not s.reference, *bits_order(s.build, s.bits_per_weight)))
+    return scores
+
+
 def score_episodes(
     episodes: Sequence[EpisodeRecord],
     engines: Mapping[str, EngineRecord] | None = None,
@@ -128,8 +173,13 @@ def score_episodes(
     task_splits: Mapping[str, str] | None = None,
     read_ceiling_gbs: float | None = None,
     looks: int = 1,
+    facts: TaskFacts | None = None,
+    typing: Mapping[EpisodeKey, Sequence[float]] | None = None,
 ) -> Scorecard:
-    """The scorecard from every episode record of a run (all attempts; only the last of each seed counts)."""
+    """The scorecard from every episode record of a run (all attempts; only the last of each seed counts).
+
+    `facts` is what run.json says of the tasks (families, answer tasks); `typing` the typing accuracy of
+    each scored episode's typed steps (`typed_accuracies`)."""
     if not 0 < margin < 1:
         raise ConfigError(f"the margin is a drop in rate, between 0 and 1 (got {margin})")
     engines = engines or {}
@@ -145,23 +195,12 @@ def score_episodes(
             f"builds here: {', '.join(sorted(by_build))}"
         )
 
-    scores = [
-        build_score(
-            build,
-            eps,
-            reference=build == reference,
-            infra_attempts_by_task=infra_attempts_by_task(settled, build),
-            unresolved=settled.unresolved[build],
-            engine=engines.get(build),
-        )
-        for build, eps in by_build.items()
-    ]
-    scores.sort(key=lambda s: (not s.reference, *bits_order(s.build, s.bits_per_weight)))
+    scores = _build_scores(by_build, settled, reference, engines)
 
     regression = None
     if reference is not None and len(by_build) > 1:
         regression = compare_builds(scored, reference, margin, alpha, looks=looks)
-    return Scorecard(
+    card = Scorecard(
         run_id=run_id,
         reference=reference,
         margin=margin,
@@ -173,6 +212,40 @@ def score_episodes(
         splits=split_scores(scored, task_splits or {}) if task_splits else [],
         ladder=build_ladder(scored, scores, regression, read_ceiling_gbs),
     )
+    _add_families(card, scored, facts or TaskFacts(), typing or {})
+    return card
+
+
+def _add_families(
+    card: Scorecard,
+    scored: Sequence[EpisodeRecord],
+    facts: TaskFacts,
+    typing: Mapping[EpisodeKey, Sequence[float]],
+) -> None:
+    """The scorecard's family sections and the ladder's abilities (docs/scorecard.md, "Task families")."""
+    # A run written before answer tasks were recorded in run.json still shows which tasks judged an answer.
+    judged = {e.task_id for e in scored if e.answer_correct is not None}
+    facts = dataclasses.replace(facts, answer_tasks=facts.answer_tasks | judged)
+    if card.ladder is not None and card.regression is not None:
+        rungs = [(r.build, r.bits_per_weight) for r in card.ladder.rungs if r.navigation_delta is not None]
+        card.ladder.abilities = ability_ladder(scored, rungs, card.regression, facts, typing)
+    card.families = family_scores(scored, facts)
+    card.typing = typing_scores(typing, facts.families)
+    card.answers = answer_scores(scored, set(facts.answer_tasks), facts.families)
+
+
+def typed_accuracies(
+    scored: Sequence[EpisodeRecord], facts: TaskFacts, steps_of: Callable[[EpisodeRecord], list[StepRecord]]
+) -> dict[EpisodeKey, list[float]]:
+    """Each scored episode's typed-step accuracies, for the tasks whose oracle types (run.json's `typed`)."""
+    out: dict[EpisodeKey, list[float]] = {}
+    for episode in scored:
+        fields = facts.typed.get(episode.task_id)
+        if fields:
+            out[episode.build, episode.task_id, episode.seed] = typed_step_accuracies(
+                steps_of(episode), fields, episode.params
+            )
+    return out
 
 
 def score_run(run_dir: Path, reference: str | None = None, margin: float | None = None) -> Scorecard:
@@ -187,6 +260,13 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         notes.append(f"run.json names {recorded!r} as the reference, but it has no episodes yet")
         recorded = None
     chosen = resolve_reference(reference, recorded, episodes)
+    facts = TaskFacts.of(read_task_entries(run_dir))
+    scored = list(settle_attempts(episodes).scored.values())
+
+    def steps_of(episode: EpisodeRecord) -> list[StepRecord]:
+        # Read when asked, not kept: a big run's steps (prompts included) would not fit in memory at once.
+        return read_steps(run_dir, episode)
+
     card = score_episodes(
         episodes,
         read_engines(run_dir),
@@ -197,12 +277,14 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         task_splits=read_task_splits(run_dir),
         read_ceiling_gbs=read_ceiling(run_dir),
         looks=settings.looks,
+        facts=facts,
+        typing=typed_accuracies(scored, facts, steps_of),
     )
     card.fidelity = read_fidelity_rows(run_dir)
     first_seed, levels = seed_levels(run_dir)
     card.engine_busy = engine_busy(
-        list(settle_attempts(episodes).scored.values()),
-        lambda episode: read_steps(run_dir, episode),
+        scored,
+        steps_of,
         read_engines(run_dir),
         first_seed,
         levels,

@@ -267,3 +267,28 @@ def _episodes_needed(reference_rate: float, target: float, alpha: float, power: 
     effect = proportion_effectsize(reference_rate, target)
     n = NormalIndPower().solve_power(effect_size=effect, alpha=alpha, power=power, alternative="two-sided")
     return math.ceil(float(n))
+
+
+def clustered_mean(
+    values: Sequence[float], clusters: Sequence[str], confidence: float = 0.95
+) -> tuple[float | None, Interval | None]:
+    """The mean of `values` with a cluster-robust t interval (t with clusters − 1 df), clipped to [0, 1].
+
+    For per-step numbers of episodes: steps of one episode share its phone state and history. No interval
+    with fewer than 2 clusters, or when the values do not vary (a zero-width interval would claim certainty).
+    """
+    if len(values) != len(clusters):
+        raise ValueError("one cluster per value")
+    if not values:
+        return None, None
+    v = np.asarray(values, dtype=float)
+    mean = float(v.mean())
+    _, codes = np.unique(np.asarray(clusters), return_inverse=True)
+    groups = int(codes.max()) + 1
+    if groups < 2 or np.all(v == v[0]):
+        return mean, None
+    fit = sm.OLS(v, np.ones_like(v)).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
+    if not math.isfinite(float(fit.bse[0])) or float(fit.bse[0]) <= 1e-12:
+        return mean, None
+    low, high = (min(max(float(x), 0.0), 1.0) for x in fit.conf_int(alpha=1 - confidence)[0])
+    return mean, Interval(low, high)
