@@ -184,13 +184,20 @@ def test_both_types_are_served_with_the_action_schema(prepared: BuildSet, run_di
         assert served.manifest.engine == "llama.cpp" and served.manifest.rung is not None
         with ChatClient(served.endpoint) as client:
             answers = [client.chat(messages, json_schema=action_schema(), seed=s) for s in (1, 1, 2)]
-        record = served.record()
+            usage = client.usage()
+        record = served.record(usage)
     assert answers[0].text == answers[1].text  # the same seed, the same answer
     for answer in answers:
         # Random weights ramble inside the schema; when the answer closes, it is one action of the schema.
         assert re.match(r'\s*\{\s*"type"', answer.text), answer
         if answer.finish_reason == "stop":
             assert parse_action(answer.text).action is not None, answer.text
+    # The engine process adds the usage chunk llama-cpp-python leaves out of a stream: the prompt's tokens as
+    # /tokenize counts them, one completion token per content chunk.
+    prompt_tokens = {a.prompt_tokens for a in answers}
+    assert len(prompt_tokens) == 1 and prompt_tokens.pop() > 10, answers
+    assert all(1 <= a.completion_tokens <= 96 for a in answers), answers
+    assert record.prefill_tok_s is not None and record.prefill_tok_s > 0, record
     assert record.peak_rss_mb is not None and record.peak_rss_mb > 0
 
 

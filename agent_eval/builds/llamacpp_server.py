@@ -1,5 +1,6 @@
 """The llama.cpp engine process: llama-cpp-python's OpenAI-compatible server, plus the two requests teacher
-forcing needs (vLLM's `/tokenize` and `prompt_logprobs`), so fidelity probes a GGUF build as it probes vLLM's.
+forcing needs (vLLM's `/tokenize` and `prompt_logprobs`), so fidelity probes a GGUF build as it probes vLLM's,
+and the usage chunk of streamed chat answers (`llamacpp_usage`).
 
 Run as `python -m agent_eval.builds.llamacpp_server` with llama_cpp.server's own arguments. Every other
 request goes to llama-cpp-python unchanged. Prompt log-probabilities are exact: one prefill of the prompt,
@@ -15,6 +16,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, cast
 
 import numpy as np
+
+from agent_eval.builds.llamacpp_usage import UsageChunk, wants_usage
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -85,15 +88,19 @@ def _position(llama: Any, row: np.ndarray, token: int, top_k: int) -> dict[str, 
     return {str(i): entry(i) for i in sorted(chosen, key=lambda i: -row[i])}
 
 
+CHAT = "/v1/chat/completions"
+
+
 class TeacherRoutes:
-    """ASGI wrapper: /tokenize and completions asking for prompt_logprobs; the rest to llama-cpp-python."""
+    """ASGI wrapper: /tokenize, completions asking for prompt_logprobs and the usage of streamed chat answers;
+    the rest to llama-cpp-python."""
 
     def __init__(self, inner: App) -> None:
         self.inner = inner
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        ours = scope.get("method") == "POST" and path in ("/tokenize", "/v1/completions")
+        ours = scope.get("method") == "POST" and path in ("/tokenize", "/v1/completions", CHAT)
         if scope["type"] != "http" or not ours:
             await self.inner(scope, receive, send)
             return
@@ -103,7 +110,17 @@ class TeacherRoutes:
             raw += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        body = json.loads(raw or b"{}")
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:  # llama-cpp-python answers a malformed request itself
+            await self.inner(scope, _replay(raw, receive), send)
+            return
+        if path == CHAT:
+            if wants_usage(body):
+                _, counted = await _answer("/tokenize", {"messages": body.get("messages", [])})
+                send = UsageChunk(send, len(counted.get("tokens", [])))
+            await self.inner(scope, _replay(raw, receive), send)
+            return
         if path == "/v1/completions" and "prompt_logprobs" not in body:
             await self.inner(scope, _replay(raw, receive), send)
             return
