@@ -28,7 +28,7 @@ def _register() -> None:
     # Each part owns its commands; importing them here keeps `agent_eval.cli` free of import cycles.
     from agent_eval.commands.builds import builds_group
     from agent_eval.commands.fidelity import fidelity_command, fidelity_power_command
-    from agent_eval.commands.report import report_command, view_command
+    from agent_eval.commands.report import compare_command, report_command, view_command
     from agent_eval.commands.run import run_command
     from agent_eval.commands.validate import validate_command
     from agent_eval.tune.cli import tune_group
@@ -39,6 +39,7 @@ def _register() -> None:
         validate_command,
         report_command,
         view_command,
+        compare_command,
         builds_group,
         device,
         fidelity_command,

@@ -56,3 +56,26 @@ def view_command(run_dir: Path, port: int) -> None:
     with RunServer(run_dir, port) as server:
         click.echo(f"serving {run_dir} at {server.url}  (Ctrl-C stops)", nl=True)
         threading.Event().wait()
+
+
+@click.command("compare")
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("first")
+@click.argument("second")
+def compare_command(run_dir: Path, first: str, second: str) -> None:
+    """SECOND against FIRST, two builds of RUN_DIR, on the (task, seed) pairs both played."""
+    from agent_eval.scoring.pairwise import compare_in_run
+
+    click.echo(f"{second} against {first} (Δ = {second} − {first}; 95% interval clustered by task)")
+    for row in compare_in_run(run_dir, first, second):
+        known = row.low is not None and row.high is not None
+        interval = f"[{row.low:+.2f}, {row.high:+.2f}]" if known else "[–]"
+        rates = f"{_rate(row.first_rate)} → {_rate(row.second_rate)}"
+        click.echo(
+            f"  {row.metric:<10} {row.pairs} pairs  {rates}  Δ {row.delta:+.2f} {interval}  "
+            f"{row.wins} wins / {row.losses} losses  McNemar p {row.p_two_sided:.2g} (two-sided)"
+        )
+
+
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
