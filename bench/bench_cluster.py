@@ -38,7 +38,7 @@ from agent_eval.records import EpisodeRecord  # noqa: E402
 from agent_eval.rundir import RunStore  # noqa: E402
 from agent_eval.runner.loop import Attempt, BuildAgent, Cell, LocalSeat, Seat, run_cells  # noqa: E402
 from agent_eval.task import load_task  # noqa: E402
-from agent_eval.virtual_device import start_fleet  # noqa: E402
+from virtual_phone import start_fleet  # noqa: E402
 
 MARKER = "AGENT_EVAL_BENCH_IN_NAMESPACE"
 

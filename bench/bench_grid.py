@@ -31,7 +31,7 @@ from agent_eval.builds import load_builds, prepare, serve
 from agent_eval.builds.client import ChatClient
 from agent_eval.device.driver import Device
 from agent_eval.grid import GridSpec, run_grid
-from agent_eval.virtual_device import start_fleet
+from virtual_phone import start_fleet
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = 0.85

@@ -37,5 +37,5 @@ CONDITIONAL_ON_THE_REAL_CPU = {
         "checks that without a simulated flag set the decisions follow this CPU's /proc/cpuinfo flags"
     ),
 }
-"""Test (file, or file::name) → why its real-kernel part depends on the CPU kind. Everything else in these
-tests (parsing, planning, skip decisions, messages) runs on both kinds through HOSTS."""
+"""Test (its path below tests/, or path::name) → why its real-kernel part depends on the CPU kind. Everything
+else in these tests (parsing, planning, skip decisions, messages) runs on both kinds through HOSTS."""

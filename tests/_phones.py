@@ -17,7 +17,7 @@ import adbutils
 import pytest
 from PIL import Image
 
-from agent_eval.virtual_device import Fleet, start_fleet
+from virtual_phone import Fleet, start_fleet
 
 ADB = adbutils.adb_path()
 

@@ -16,7 +16,7 @@ import pytest
 from _engines import prepared_default_builds
 
 from agent_eval.builds import serve
-from agent_eval.virtual_device import start_fleet
+from virtual_phone import start_fleet
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")

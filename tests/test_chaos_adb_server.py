@@ -19,7 +19,7 @@ from _phones import ADB
 from rich.console import Console
 
 from agent_eval.grid import GridSpec, run_grid
-from agent_eval.virtual_device import start_fleet
+from virtual_phone import start_fleet
 
 pytestmark = pytest.mark.slow
 

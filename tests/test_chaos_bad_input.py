@@ -18,7 +18,7 @@ import yaml
 from _chaos import NOT_JSON, REPO, TASKS_DIR, OracleAgent, builds_file, episodes, oracle_tasks
 from scripted_endpoint import free_port
 
-from agent_eval.virtual_device import start_fleet
+from virtual_phone import start_fleet
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from _chaos import REPO, OracleAgent, builds_file, episodes, oracle_tasks, read_faults, scored
 
-from agent_eval.virtual_device import FaultConfig, start_fleet
+from virtual_phone import FaultConfig, start_fleet
 
 pytestmark = pytest.mark.slow
 

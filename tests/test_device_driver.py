@@ -13,12 +13,12 @@ from typing import Any
 import adbutils
 import pytest
 
-from agent_eval import virtual_device
+import virtual_phone
 from agent_eval.action import Action, ActionType
 from agent_eval.device import Device
 from agent_eval.errors import ConfigError, DeviceError, DeviceNotFoundError, InvalidActionError
 from agent_eval.screen.observation import Observation
-from agent_eval.virtual_device.errors import PhoneStartError
+from virtual_phone.errors import PhoneStartError
 
 # `.Settings` is an activity-alias (Android 12+): the focused activity is the homepage it targets.
 SETTINGS = "com.android.settings/.homepage.SettingsHomepageActivity"
@@ -42,7 +42,7 @@ def start_phone(ports: range, **options: Any) -> Any:
     for base in range(ports.start, ports.stop, 2):
         if port_free(base) and port_free(base + 1):
             try:
-                return virtual_device.start_fleet(count=1, base_port=base, **options)
+                return virtual_phone.start_fleet(count=1, base_port=base, **options)
             except (DeviceError, PhoneStartError):
                 continue
     raise RuntimeError(f"no free adb port pair in {ports}")
@@ -233,7 +233,7 @@ def test_unknown_and_vanished_devices_raise_device_not_found() -> None:
 
 def test_a_dropped_transport_is_waited_out_for_reads(tmp_path: Path) -> None:
     log = tmp_path / "faults.jsonl"
-    faults = virtual_device.FaultConfig(drop_transport_after=6)
+    faults = virtual_phone.FaultConfig(drop_transport_after=6)
     with start_phone(range(5730, 5740), faults=faults, fault_log=log) as fleet:
         flaky = Device(fleet.serials[0])
         for _ in range(8):  # the transport drops on the 7th command: every read still answers
@@ -268,7 +268,7 @@ def test_a_serial_without_an_emulator_console_falls_back_to_stopping_apps() -> N
 @pytest.mark.slow
 def test_actions_cut_off_by_a_dropped_transport_run_exactly_once(tmp_path: Path) -> None:
     log = tmp_path / "faults.jsonl"
-    faults = virtual_device.FaultConfig(drop_transport_after=5)
+    faults = virtual_phone.FaultConfig(drop_transport_after=5)
     with start_phone(range(5750, 5760), faults=faults, fault_log=log) as fleet:
         flaky = Device(fleet.serials[0])
         flaky.start_intent("android.settings.WIFI_SETTINGS")

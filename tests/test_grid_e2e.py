@@ -29,7 +29,7 @@ from agent_eval.errors import ConfigError, InfraError, RunStoreError
 from agent_eval.grid import GridSpec, load_grid, run_grid, spec_from
 from agent_eval.records import Outcome
 from agent_eval.scoring.stats import Verdict
-from agent_eval.virtual_device import start_fleet
+from virtual_phone import start_fleet
 
 pytestmark = pytest.mark.slow
 

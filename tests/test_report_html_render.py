@@ -22,7 +22,7 @@ from agent_eval.report.html import write_html_report
 from agent_eval.report.markdown import write_scorecard
 from agent_eval.scoring.scorecard import Scorecard, score_run
 from agent_eval.screen.uitree import parse_ui
-from agent_eval.virtual_device import start_fleet
+from virtual_phone import start_fleet
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(

@@ -21,7 +21,7 @@ import adbutils
 import pytest
 from scripted_endpoint import DONE, WAIT, Move, ScriptedEndpoint, free_port, tap
 
-from agent_eval.virtual_device import start_fleet
+from virtual_phone import start_fleet
 
 REPO = Path(__file__).resolve().parent.parent
 WIFI_ON = REPO / "tasks" / "wifi_on.yaml"

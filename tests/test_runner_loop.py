@@ -16,7 +16,7 @@ from agent_eval.errors import TaskError
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
 from agent_eval.runner import BuildAgent, Cell, RunStore, new_manifest, run_cells
 from agent_eval.task import Task, load_task
-from agent_eval.virtual_device import start_fleet
+from virtual_phone import start_fleet
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 ORACLE = BuildAgent(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_device_driver import NOWHERE, port_free, start_phone
 
-from agent_eval import virtual_device
+import virtual_phone
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT_EVAL = [str(Path(sys.executable).parent / "agent-eval")]
@@ -88,7 +88,7 @@ def test_without_a_device_it_starts_a_virtual_phone_itself() -> None:
 
 def test_flaky_dumps_do_not_fail_a_sound_task(tmp_path: Path) -> None:
     log = tmp_path / "faults.jsonl"
-    faults = virtual_device.FaultConfig(dump_fail_rate=0.3, seed=3)
+    faults = virtual_phone.FaultConfig(dump_fail_rate=0.3, seed=3)
     with start_phone(range(5790, 5800), faults=faults, fault_log=log) as fleet:
         done = validate("tasks/wifi_on.yaml", "--device", fleet.serials[0])
     assert done.returncode == 0, done.stdout + done.stderr
