@@ -30,8 +30,8 @@ def _register() -> None:
     from agent_eval.commands.fidelity import fidelity_command, fidelity_power_command
     from agent_eval.commands.report import report_command, view_command
     from agent_eval.commands.run import run_command
+    from agent_eval.commands.tune import tune_group
     from agent_eval.commands.validate import validate_command
-    from agent_eval.tune.cli import tune_group
     from virtual_phone.cli import phones
 
     for command in (

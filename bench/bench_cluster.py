@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the scripted endpoint and the goal-pl
 from test_grid_e2e import GoalAgent  # noqa: E402
 
 from agent_eval.agent.llm import LLMPolicy  # noqa: E402
-from agent_eval.builds.client import ChatClient  # noqa: E402
+from agent_eval.builds.chat_client import ChatClient  # noqa: E402
 from agent_eval.builds.endpoint import Endpoint  # noqa: E402
 from agent_eval.cluster.phones import cluster_phones  # noqa: E402
 from agent_eval.device.driver import Device  # noqa: E402

@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the scripted endpoint is a test helpe
 from scripted_endpoint import DONE, ScriptedEndpoint, tap  # noqa: E402
 
 from agent_eval.agent.llm import LLMPolicy  # noqa: E402
-from agent_eval.builds.client import ChatClient  # noqa: E402
+from agent_eval.builds.chat_client import ChatClient  # noqa: E402
 from agent_eval.builds.endpoint import Endpoint  # noqa: E402
 from agent_eval.device.driver import Device  # noqa: E402
 from agent_eval.runner.episode import run_episode  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scripted_endpoint import ScriptedEndpoint, answer, free_port
 
-from agent_eval.builds.client import ChatClient
+from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.errors import ConfigError, EngineError, InfraError
 

@@ -22,7 +22,7 @@ from agent_eval.agent.prompt import (
     element_lines,
     with_answer,
 )
-from agent_eval.builds.client import ChatClient
+from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.screen.observation import Bounds, Element, Observation
 

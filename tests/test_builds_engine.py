@@ -19,7 +19,7 @@ from _engines import prepared_default_builds, servable_vllm_builds
 
 from agent_eval.agent.prompt import action_schema
 from agent_eval.builds import ServedBuild, serve
-from agent_eval.builds.client import ChatClient
+from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.memory import tree_pids
 from agent_eval.builds.teacher import TeacherClient
 from agent_eval.errors import BuildError

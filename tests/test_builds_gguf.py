@@ -20,7 +20,7 @@ from _synthetic import SyntheticRun, write_synthetic_run
 from agent_eval.agent.parse import parse_action
 from agent_eval.agent.prompt import SYSTEM_PROMPT, action_schema
 from agent_eval.builds import BuildSet, load_builds, prepare
-from agent_eval.builds.client import ChatClient
+from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.gguf_file import read_gguf
 from agent_eval.builds.gguf_rungs import missing_tools
 from agent_eval.builds.launcher import serve

@@ -20,7 +20,7 @@ import torch
 from safetensors.torch import load_file
 
 from agent_eval.builds import BuildSet, ServedBuild, load_builds, prepare, serve, unavailable_reason
-from agent_eval.builds.client import ChatClient
+from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.prepare_ladder import calibration_set, check_group_size
 from agent_eval.builds.spec import parse_builds, repo_root
 from agent_eval.errors import BuildError, ConfigError

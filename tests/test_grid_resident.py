@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agent_eval.builds import load_builds
-from agent_eval.builds.client import Usage
+from agent_eval.builds.chat_client import Usage
 from agent_eval.grid import schedule
 from agent_eval.grid.schedule import Engines, available_gib
 

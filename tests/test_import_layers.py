@@ -68,15 +68,10 @@ ALLOWED: dict[str, set[str]] = {
         "runner",
         "scoring",
         "task",
+        "tune",
     },
     "tune": {"action", "agent", "builds", "device", "errors", "records", "runner", "screen", "task"},
-    "cli": {
-        "commands",
-        "errors",
-        "plugins",
-        "tune",
-        "virtual_phone",
-    },  # `agent-eval device` = `virtual-phone`
+    "cli": {"commands", "errors", "plugins", "virtual_phone"},  # `agent-eval device` is the phone's command
     "__main__": {"cli"},
     "__init__": set(),
 }

@@ -11,7 +11,7 @@ import pytest
 from agent_eval.errors import RunStoreError
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
 from agent_eval.rundir import RunStore
-from agent_eval.runner.manifest import new_manifest
+from agent_eval.runner.new_run_manifest import new_manifest
 from agent_eval.task import load_task
 
 TASK = Path(__file__).resolve().parent.parent / "tasks" / "wifi_on.yaml"

@@ -9,7 +9,7 @@ from agent_eval.agent import compact
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import PastStep, StepContext
 from agent_eval.agent.prompt import prompt_hash
-from agent_eval.builds.client import ChatClient
+from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.screen.observation import Bounds, Element, Observation
 from agent_eval.tune.collect import demo_prompt

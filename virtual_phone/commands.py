@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from virtual_phone import (
     activity_manager,
-    android,
+    android_commands,
     content,
     dumpsys,
     file_commands,
@@ -18,7 +18,7 @@ from virtual_phone.shell import Command
 MODULES = (
     posix_commands,
     file_commands,
-    android,
+    android_commands,
     activity_manager,
     package_manager,
     dumpsys,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from virtual_phone.android import decode_text
+from virtual_phone.android_commands import decode_text
 from virtual_phone.commands import command_table
 from virtual_phone.phone import Phone
 from virtual_phone.shell import Shell

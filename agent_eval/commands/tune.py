@@ -1,7 +1,7 @@
 """`agent-eval tune [collect | train | ship]`: make the tuned default agent again (each stage resumable).
 
 `agent-eval tune` alone runs all three: demonstrations on virtual phones → LoRA training → the adapter and
-its manifest under adapters/. Work files go to --work (default runs/tune/).
+its manifest under adapters/. Work files go to --work (default runs/tune/); the stages' code is in tune/.
 """
 
 from __future__ import annotations
