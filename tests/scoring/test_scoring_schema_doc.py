@@ -16,7 +16,7 @@ from agent_eval.scoring.regression import BuildComparison, MetricComparison, Reg
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.scoring.splits import SplitScore
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "scorecard.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "scorecard.md"
 MODELS: tuple[type[BaseModel], ...] = (
     Scorecard,
     BuildScore,

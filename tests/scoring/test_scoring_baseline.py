@@ -11,7 +11,7 @@ from agent_eval.report.ladder_plot import ladder_figures
 from agent_eval.scoring.scorecard import score_episodes
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _episodes(build: str, bits: float, outcome: Outcome, role: str) -> list[EpisodeRecord]:

@@ -13,7 +13,7 @@ from _engines import prepared_default_builds
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow, needs_namespace]
 
-SCENARIOS = Path(__file__).with_name("cluster_scenarios.py")
+SCENARIOS = Path(__file__).resolve().parents[1] / "cluster_scenarios.py"
 SAME = ("outcome", "reached", "success", "said", "said_at_step", "steps", "invalid_actions", "goal_timeline")
 
 

@@ -23,7 +23,7 @@ from agent_eval.builds.prepare import prepare, verify, weights_hash
 from agent_eval.builds.spec import Pinning, load_builds, parse_builds
 from agent_eval.errors import BuildError, ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _vllm(name: str, **extra: object) -> dict[str, object]:

@@ -11,7 +11,7 @@ from agent_eval.task import load_task, load_tasks
 from agent_eval.task.params import combinations
 from agent_eval.task.schema import AllPredicate, NotPredicate, SettingPredicate
 
-TASKS_DIR = Path(__file__).resolve().parents[1] / "tasks"
+TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 
 GOOD = """
 id: timeout

@@ -12,7 +12,7 @@ from agent_eval.errors import TaskError
 from agent_eval.task import Task, load_task, load_tasks
 from agent_eval.task.params import combinations
 
-TASKS_DIR = Path(__file__).resolve().parents[1] / "tasks"
+TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 APPS_DIR = TASKS_DIR / "apps"
 
 # Files per app folder today; a folder may grow, never shrink without this table changing with it.

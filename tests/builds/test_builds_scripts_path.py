@@ -11,7 +11,7 @@ import pytest
 
 from agent_eval.builds.host import quant_python
 
-BUILDS = Path(__file__).resolve().parents[1] / "agent_eval" / "builds"
+BUILDS = Path(__file__).resolve().parents[2] / "agent_eval" / "builds"
 FIND = "import importlib.util, sys; print(' '.join(n for n in sys.argv[1:] if importlib.util.find_spec(n)))"
 
 

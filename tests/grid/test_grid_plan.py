@@ -9,7 +9,7 @@ from agent_eval.grid.plan import Budget, CellKey, cells_for, initial_targets, to
 from agent_eval.records import EpisodeRecord, Outcome
 from agent_eval.task import Task, load_tasks
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TASKS: list[Task] = load_tasks([REPO / "tasks" / "wifi_on.yaml", REPO / "tasks" / "airplane_mode_on.yaml"])
 BUILDS = ["ref", "a", "b"]
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -33,7 +33,7 @@ from virtual_phone import start_fleet
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 _GOAL = re.compile(r"Goal: (.+)")
 _STEP = re.compile(r"Step (\d+) of")
 

@@ -21,7 +21,7 @@ from agent_eval.tune.collect_settings import SETTINGS_FILE, CollectSettings, set
 from agent_eval.tune.dataset import Example
 from agent_eval.tune.expert import DETOUR_KINDS, SHADE_DETOUR, DemoPolicy, Expert
 
-TASKS = Path(__file__).resolve().parents[1] / "tasks"
+TASKS = Path(__file__).resolve().parents[2] / "tasks"
 
 
 def example(prompt: str, answer: str) -> Example:

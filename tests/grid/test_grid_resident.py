@@ -14,7 +14,7 @@ from agent_eval.builds.chat_client import Usage
 from agent_eval.grid import schedule
 from agent_eval.grid.schedule import Engines, available_gib
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 class _Served:

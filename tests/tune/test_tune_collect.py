@@ -18,7 +18,7 @@ from agent_eval.tune.collect import training_tasks as train_split
 from agent_eval.tune.dataset import read_dataset
 from agent_eval.tune.wording import goal_variants
 
-TASKS = Path(__file__).resolve().parents[1] / "tasks"
+TASKS = Path(__file__).resolve().parents[2] / "tasks"
 
 
 def oracle_path(task: Task, seed: int) -> list[str]:

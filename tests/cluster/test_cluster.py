@@ -17,7 +17,7 @@ from _cluster import in_namespace, needs_namespace, result_of
 
 pytestmark = [pytest.mark.slow, needs_namespace]
 
-SCENARIOS = Path(__file__).with_name("cluster_scenarios.py")
+SCENARIOS = Path(__file__).resolve().parents[1] / "cluster_scenarios.py"
 # What must be the same, episode by episode, wherever an episode ran.
 SAME = ("outcome", "reached", "success", "said", "said_at_step", "steps", "invalid_actions", "goal_timeline")
 

@@ -15,7 +15,7 @@ from agent_eval.task import goal_holds, load_tasks, start_episode
 from agent_eval.task.loading import task_from_data
 from agent_eval.task.schema import Task
 
-TASKS_DIR = Path(__file__).resolve().parents[1] / "tasks"
+TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 
 
 @pytest.fixture(scope="module")

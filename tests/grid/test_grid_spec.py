@@ -12,7 +12,7 @@ from agent_eval.grid import GridSpec, is_grid_file, load_grid, spec_from
 from agent_eval.grid.plan import resolve_builds, resolve_tasks
 from agent_eval.grid.spec import resolve_path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def write(path: Path, data: object) -> Path:

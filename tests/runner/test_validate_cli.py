@@ -12,7 +12,7 @@ from test_device_driver import NOWHERE, port_free, start_phone
 
 import virtual_phone
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 AGENT_EVAL = [str(Path(sys.executable).parent / "agent-eval")]
 
 

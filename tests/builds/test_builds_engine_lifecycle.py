@@ -29,7 +29,7 @@ from agent_eval.records import EngineRecord
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _group_gone(pgid: int, within_s: float) -> bool:

@@ -18,7 +18,7 @@ from _engines import prepared_default_builds
 from agent_eval.builds import serve
 from virtual_phone import start_fleet
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(
 )
 # A real small run can be pointed at instead of the synthetic one (its episodes must include an undone one).
 REAL_RUN = os.environ.get("AGENT_EVAL_REPORT_TEST_RUN")
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")
 PHONE_PORT = 5960  # the report's own virtual phone; other parts' tests use 5600..5900
 

@@ -23,7 +23,7 @@ from scripted_endpoint import DONE, WAIT, Move, ScriptedEndpoint, free_port, tap
 
 from virtual_phone import start_fleet
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 WIFI_ON = REPO / "tasks" / "wifi_on.yaml"
 AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")
 

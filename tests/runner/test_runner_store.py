@@ -14,7 +14,7 @@ from agent_eval.rundir import RunStore
 from agent_eval.runner.new_run_manifest import new_manifest
 from agent_eval.task import load_task
 
-TASK = Path(__file__).resolve().parent.parent / "tasks" / "wifi_on.yaml"
+TASK = Path(__file__).resolve().parents[2] / "tasks" / "wifi_on.yaml"
 BUILD = BuildManifest(name="endpoint", scheme="endpoint", engine="endpoint", model="m")
 
 

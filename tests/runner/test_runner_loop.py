@@ -18,7 +18,7 @@ from agent_eval.runner import BuildAgent, Cell, RunStore, new_manifest, run_cell
 from agent_eval.task import Task, load_task
 from virtual_phone import start_fleet
 
-TASKS = Path(__file__).resolve().parent.parent / "tasks"
+TASKS = Path(__file__).resolve().parents[2] / "tasks"
 ORACLE = BuildAgent(
     "oracle", OraclePolicy, BuildManifest(name="oracle", scheme="scripted", engine="scripted")
 )
