@@ -27,7 +27,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))  # the scripted endpoint and the goal-playing agent are test helpers
 
-from test_grid_e2e import GoalAgent  # noqa: E402
+from _goal_agents import GoalAgent  # noqa: E402
 
 from agent_eval.agent.llm import LLMPolicy  # noqa: E402
 from agent_eval.builds.chat_client import ChatClient  # noqa: E402

@@ -4,6 +4,7 @@ that a package or another test already has."""
 
 from __future__ import annotations
 
+import ast
 import tomllib
 from collections import Counter
 from pathlib import Path
@@ -40,3 +41,22 @@ def test_the_test_folders_mirror_the_packages() -> None:
     folders = {p.parent.name for p in TESTS.glob("*/test_*.py")}
     strays = folders - parts - {"phone", "chaos"}  # the virtual phone's own tests; faults across the parts
     assert not strays, f"a test folder that mirrors no package: {sorted(strays)}"
+
+
+def test_no_test_imports_a_test_of_another_folder() -> None:
+    # Only a test's own folder (and tests/) is on the path while it runs: code that tests of two folders share
+    # goes in a tests/_helper module.
+    sources = [p for p in TESTS.rglob("*.py") if "plugin_pkg" not in p.parts]
+    imports = []
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            imports += [
+                f"{path.relative_to(TESTS)}: {n}"
+                for n in names
+                if n.startswith("test_") and not (path.parent / f"{n}.py").exists()
+            ]
+    assert len(sources) > 90, "the scan found too few files"
+    assert not imports, "move what these import into a tests/_helper module:\n" + "\n".join(imports)

@@ -3,49 +3,23 @@
 from __future__ import annotations
 
 import json
-import socket
 import struct
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import adbutils
 import pytest
+from _phones import NOWHERE, start_phone
 
 import virtual_phone
 from agent_eval.action import Action, ActionType
 from agent_eval.device import Device
 from agent_eval.errors import ConfigError, DeviceError, DeviceNotFoundError, InvalidActionError
 from agent_eval.screen.observation import Observation
-from virtual_phone.errors import PhoneStartError
 
 # `.Settings` is an activity-alias (Android 12+): the focused activity is the homepage it targets.
 SETTINGS = "com.android.settings/.homepage.SettingsHomepageActivity"
-NOWHERE = "emulator-5996"  # a serial no test starts
-
-
-def port_free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def start_phone(ports: range, **options: Any) -> Any:
-    """A virtual phone (a one-phone Fleet) on the first free console port of `ports`.
-
-    Another run of these tests (or a phone left over) may hold a port: take the next pair instead.
-    """
-    for base in range(ports.start, ports.stop, 2):
-        if port_free(base) and port_free(base + 1):
-            try:
-                return virtual_phone.start_fleet(count=1, base_port=base, **options)
-            except (DeviceError, PhoneStartError):
-                continue
-    raise RuntimeError(f"no free adb port pair in {ports}")
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_device_driver import NOWHERE, port_free, start_phone
+from _phones import NOWHERE, port_free, start_phone
 
 import virtual_phone
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_device_uitree import SCREEN
+from _ui_dumps import SCREEN
 
 from agent_eval.action import ActionType
 from agent_eval.agent.oracle import OraclePolicy, resolve

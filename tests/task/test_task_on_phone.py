@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_device_driver import start_phone
+from _phones import start_phone
 
 from agent_eval.device import Device
 from agent_eval.errors import TaskError
