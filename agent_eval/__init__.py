@@ -1,6 +1,7 @@
 """agent-eval: repeated, interval-backed evaluation of Android GUI agents across quantized builds.
 
-The package is split by job: virtual_device, device, task, agent, builds, runner, scoring, report, cli.
+The package is split by job: device, task, agent, builds, runner, grid, scoring, report, cli; the virtual
+phone it plays on is its own package, `virtual_phone`, reached through the device backend.
 """
 
 __version__ = "0.1.0"

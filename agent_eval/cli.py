@@ -1,7 +1,7 @@
 """The `agent-eval` command: a thin layer that wires each part's commands together.
 
-The commands live in agent_eval/commands/ (the phone's in virtual_device/cli.py); this file registers them
-and turns project errors into messages.
+The commands live in agent_eval/commands/; `device` is the `virtual-phone` command of the phone's own package
+under its old name. This file registers them and turns project errors into messages.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import click
 
 from agent_eval import __version__
 from agent_eval.errors import AgentEvalError
-from agent_eval.virtual_device.errors import VirtualDeviceError
+from virtual_phone.errors import VirtualPhoneError
 
 
 @click.group()
@@ -30,9 +30,9 @@ def _register() -> None:
     from agent_eval.commands.fidelity import fidelity_command, fidelity_power_command
     from agent_eval.commands.report import compare_command, report_command, view_command
     from agent_eval.commands.run import run_command
+    from agent_eval.commands.tune import tune_group
     from agent_eval.commands.validate import validate_command
-    from agent_eval.tune.cli import tune_group
-    from agent_eval.virtual_device.cli import device
+    from virtual_phone.cli import phones
 
     for command in (
         run_command,
@@ -41,12 +41,12 @@ def _register() -> None:
         view_command,
         compare_command,
         builds_group,
-        device,
         fidelity_command,
         fidelity_power_command,
     ):
         cli.add_command(command)
     cli.add_command(tune_group)
+    cli.add_command(phones, name="device")  # `agent-eval device start` = `virtual-phone start`
 
 
 _register()
@@ -61,7 +61,7 @@ def main() -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
-    except (AgentEvalError, VirtualDeviceError) as e:
+    except (AgentEvalError, VirtualPhoneError) as e:
         click.echo(f"agent-eval: error: {e}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:

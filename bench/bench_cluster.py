@@ -27,10 +27,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))  # the scripted endpoint and the goal-playing agent are test helpers
 
-from test_grid_e2e import GoalAgent  # noqa: E402
+from _goal_agents import GoalAgent  # noqa: E402
 
 from agent_eval.agent.llm import LLMPolicy  # noqa: E402
-from agent_eval.builds.client import ChatClient  # noqa: E402
+from agent_eval.builds.chat_client import ChatClient  # noqa: E402
 from agent_eval.builds.endpoint import Endpoint  # noqa: E402
 from agent_eval.cluster.phones import cluster_phones  # noqa: E402
 from agent_eval.device.driver import Device  # noqa: E402
@@ -38,7 +38,7 @@ from agent_eval.records import EpisodeRecord  # noqa: E402
 from agent_eval.rundir import RunStore  # noqa: E402
 from agent_eval.runner.loop import Attempt, BuildAgent, Cell, LocalSeat, Seat, run_cells  # noqa: E402
 from agent_eval.task import load_task  # noqa: E402
-from agent_eval.virtual_device import start_fleet  # noqa: E402
+from virtual_phone import start_fleet  # noqa: E402
 
 MARKER = "AGENT_EVAL_BENCH_IN_NAMESPACE"
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from agent_eval.agent.prompt import action_schema
 from agent_eval.builds import load_builds, prepare, serve, unavailable_reason
-from agent_eval.builds.client import ChatClient
+from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
 
 REPO = Path(__file__).resolve().parents[1]

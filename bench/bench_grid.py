@@ -28,10 +28,10 @@ from rich.console import Console
 
 from agent_eval.agent.prompt import action_schema
 from agent_eval.builds import load_builds, prepare, serve
-from agent_eval.builds.client import ChatClient
+from agent_eval.builds.chat_client import ChatClient
 from agent_eval.device.driver import Device
 from agent_eval.grid import GridSpec, run_grid
-from agent_eval.virtual_device import start_fleet
+from virtual_phone import start_fleet
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = 0.85

@@ -26,12 +26,12 @@ sys.path.insert(0, str(REPO / "tests"))  # the scripted endpoint is a test helpe
 from scripted_endpoint import DONE, ScriptedEndpoint, tap  # noqa: E402
 
 from agent_eval.agent.llm import LLMPolicy  # noqa: E402
-from agent_eval.builds.client import ChatClient  # noqa: E402
+from agent_eval.builds.chat_client import ChatClient  # noqa: E402
 from agent_eval.builds.endpoint import Endpoint  # noqa: E402
 from agent_eval.device.driver import Device  # noqa: E402
 from agent_eval.runner.episode import run_episode  # noqa: E402
 from agent_eval.task import load_task  # noqa: E402
-from agent_eval.virtual_device import start_fleet  # noqa: E402
+from virtual_phone import start_fleet  # noqa: E402
 
 PREFILL_TOK_S = 252.0  # engine study: bf16 SmolLM2-135M, vLLM CPU eager, quiet machine
 DECODE_TOK_S = 20.7

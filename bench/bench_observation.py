@@ -16,7 +16,7 @@ import time
 
 import adbutils
 
-from agent_eval.virtual_device import start_fleet
+from virtual_phone import start_fleet
 
 
 def exec_out(dev: adbutils.AdbDevice, command: str) -> bytes:

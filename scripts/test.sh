@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export HF_HUB_OFFLINE=1
-.venv/bin/ruff check agent_eval tests bench
-.venv/bin/ruff format --check agent_eval tests bench
+.venv/bin/ruff check agent_eval virtual_phone tests bench
+.venv/bin/ruff format --check agent_eval virtual_phone tests bench
 .venv/bin/mypy
 exec .venv/bin/pytest -q -rs --durations=25 "$@"

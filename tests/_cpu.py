@@ -20,22 +20,23 @@ HOSTS = {"avx2-only": AVX2_ONLY, "avx512": AVX512, "avx512-amx": AVX512_AMX}
 ENV = SIMULATED_CPU_FLAGS
 
 CONDITIONAL_ON_THE_REAL_CPU = {
-    "test_builds_engine_lifecycle.py::test_int4_weights_on_a_cpu_without_avx512_fail_at_the_first_token": (
+    "builds/test_builds_engine_lifecycle.py::"
+    "test_int4_weights_on_a_cpu_without_avx512_fail_at_the_first_token": (
         "needs a CPU without AVX-512: it shows vLLM's missing int4 kernel failing the first token, which an "
         "AVX-512 CPU has"
     ),
-    "test_builds_engine.py": (
+    "builds/test_builds_engine.py": (
         "serves every default vLLM build this CPU can run: w4a16 needs AVX-512 and w4a8 AMX, so the set of "
         "served builds differs by CPU kind (bf16 and w8a8 run everywhere)"
     ),
     "test_main_job_e2e.py": "plays every default build this CPU can run (as test_builds_engine.py)",
-    "test_builds_ladder.py::served_rung": (
+    "builds/test_builds_ladder.py::served_rung": (
         "serves the GPTQ int4 rung in its own int4 format where vLLM's int4 kernel exists (AVX-512), else as "
         "its rounded bf16 twin: the same GPTQ recipe, served by every CPU"
     ),
-    "test_builds_spec.py::test_the_real_cpu_decides_the_default_builds": (
+    "builds/test_builds_spec.py::test_the_real_cpu_decides_the_default_builds": (
         "checks that without a simulated flag set the decisions follow this CPU's /proc/cpuinfo flags"
     ),
 }
-"""Test (file, or file::name) → why its real-kernel part depends on the CPU kind. Everything else in these
-tests (parsing, planning, skip decisions, messages) runs on both kinds through HOSTS."""
+"""Test (its path below tests/, or path::name) → why its real-kernel part depends on the CPU kind. Everything
+else in these tests (parsing, planning, skip decisions, messages) runs on both kinds through HOSTS."""

@@ -1,12 +1,14 @@
-"""Helpers for the virtual phone's tests: the real adb binary and adbutils, pointed at phones we start.
+"""Helpers for tests that play on virtual phones: the real adb binary and adbutils, pointed at our phones.
 
-Tests use adb ports 5600..5699 so that they never meet other parts' phones.
+The phone's own tests use adb ports 5600..5699 (`one_phone`); `start_phone` takes the first free pair of a
+range.
 """
 
 from __future__ import annotations
 
 import io
 import re
+import socket
 import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -17,7 +19,8 @@ import adbutils
 import pytest
 from PIL import Image
 
-from agent_eval.virtual_device import Fleet, start_fleet
+from virtual_phone import Fleet, start_fleet
+from virtual_phone.errors import PhoneStartError
 
 ADB = adbutils.adb_path()
 
@@ -132,3 +135,29 @@ def one_phone(base_port: int) -> tuple[Any, Any]:
         return serial_name
 
     return fleet, serial
+
+
+NOWHERE = "emulator-5996"  # a serial no test starts
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def start_phone(ports: range, **options: Any) -> Any:
+    """A virtual phone (a one-phone Fleet) on the first free console port of `ports`.
+
+    Another run of these tests (or a phone left over) may hold a port: take the next pair instead.
+    """
+    for base in range(ports.start, ports.stop, 2):
+        if port_free(base) and port_free(base + 1):
+            try:
+                return start_fleet(count=1, base_port=base, **options)
+            except PhoneStartError:
+                continue
+    raise RuntimeError(f"no free adb port pair in {ports}")

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from _goal_agents import GoalAgent, builds_file, start_agents
 from rich.console import Console
 from scripted_endpoint import free_port
-from test_grid_e2e import GoalAgent, builds_file, start_agents
 
 from agent_eval.errors import AgentEvalError
 from agent_eval.grid import GridResult, load_grid, run_grid

@@ -34,14 +34,14 @@ def _names(node: ast.AST) -> set[str]:
 def _uses() -> dict[str, set[str]]:
     """Test or fixture (file::name) → the CPU names it reads."""
     uses: dict[str, set[str]] = {}
-    for file in sorted(TESTS.glob("test_*.py")):
-        if file.name == Path(__file__).name:  # its own check of the override reads the real flags on purpose
+    for file in sorted(TESTS.rglob("test_*.py")):  # every folder of tests/; named by its path below tests/
+        if file == Path(__file__).resolve():  # its own check of the override reads the real flags on purpose
             continue
         for node in ast.parse(file.read_text()).body:
             if isinstance(node, ast.FunctionDef) and _is_test_or_fixture(node):
                 names = _names(node) & (REAL_CPU | {"cpu_flags", "CPU_ENV"})
                 if names:
-                    uses[f"{file.name}::{node.name}"] = names
+                    uses[f"{file.relative_to(TESTS).as_posix()}::{node.name}"] = names
     return uses
 
 

@@ -18,7 +18,8 @@ from agent_eval.registry import Registry
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / "docs" / "architecture.md", REPO / "docs" / "extending.md", REPO / "tasks" / "README.md"]
-_PATH = re.compile(r"`((?:agent_eval|docs|tests|tasks|builds|grids|scripts|bench)/[\w./-]*)`")
+PATH_DOCS = [*DOCS, REPO / "docs" / "virtual_phone.md", REPO / "README.md"]
+_PATH = re.compile(r"`((?:agent_eval|virtual_phone|docs|tests|tasks|builds|grids|scripts|bench)/[\w./-]*)`")
 # The registry of each plug point, as docs/architecture.md and docs/extending.md name it: (module, name).
 REGISTRIES = {
     "ENGINE_KINDS": "agent_eval.builds.kinds",
@@ -38,7 +39,7 @@ NAMED_BY = {
 
 def test_every_path_the_docs_name_exists() -> None:
     missing = []
-    for doc in DOCS:
+    for doc in PATH_DOCS:
         for path in _PATH.findall(doc.read_text(encoding="utf-8")):
             path = path.rstrip("/")
             # The parts table of architecture.md names modules inside agent_eval/, sometimes without `.py`.

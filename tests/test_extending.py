@@ -27,7 +27,7 @@ from agent_eval.grid import GridResult, GridSpec, run_grid
 from agent_eval.records import Outcome
 from agent_eval.rundir import read_episodes, read_steps
 from agent_eval.screen.observation import Observation
-from agent_eval.virtual_device import start_fleet
+from virtual_phone import start_fleet
 
 pytestmark = pytest.mark.slow
 

@@ -1,5 +1,6 @@
-"""The import graph read from the source: no cycle, and every arrow points down the layers of
-docs/architecture.md (runner never imports grid; scoring and report read runs only through `rundir`)."""
+"""The import graph read from the source: no cycle, every arrow points down the layers of docs/architecture.md
+(runner never imports grid; scoring and report read runs only through `rundir`), and the virtual phone stands
+alone: it imports nothing of agent_eval, and only the modules that start phones import it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "agent_eval"
+PHONE = PACKAGE.parent / "virtual_phone"
+ROOTS = ("agent_eval", "virtual_phone")
 
 # What each part may import besides itself. A part not listed here fails the test: add it on purpose.
 ALLOWED: dict[str, set[str]] = {
@@ -15,11 +18,10 @@ ALLOWED: dict[str, set[str]] = {
     "registry": {"errors"},  # the one Registry class every plug point keeps its kinds in
     "action": set(),
     "closing": set(),
-    "virtual_device": set(),  # standalone: its errors are its own
     "records": {"action"},
     "screen": {"errors"},
     "rundir": {"closing", "errors", "records"},
-    "device": {"action", "errors", "registry", "screen", "virtual_device"},
+    "device": {"action", "errors", "registry", "screen", "virtual_phone"},  # the adb backend starts phones
     # Loads installed plug-ins after the built-in kinds (lazily imported) have registered.
     "plugins": {"agent", "builds", "device", "errors", "task"},
     "task": {"action", "device", "errors", "registry", "screen"},
@@ -53,7 +55,7 @@ ALLOWED: dict[str, set[str]] = {
         "rundir",
         "runner",
         "task",
-        "virtual_device",
+        "virtual_phone",  # a phone actor starts its phone
     },
     "commands": {
         "builds",
@@ -66,9 +68,10 @@ ALLOWED: dict[str, set[str]] = {
         "runner",
         "scoring",
         "task",
+        "tune",
     },
     "tune": {"action", "agent", "builds", "device", "errors", "records", "runner", "screen", "task"},
-    "cli": {"commands", "errors", "plugins", "tune", "virtual_device"},
+    "cli": {"commands", "errors", "plugins", "virtual_phone"},  # `agent-eval device` is the phone's command
     "__main__": {"cli"},
     "__init__": set(),
 }
@@ -88,6 +91,9 @@ RUN_FILES = {
     "engines",
     "probes",
 }
+# The only modules of agent_eval that import the phone package: the device backend and a cluster's phone
+# actor start phones (the harness talks to them over adb like any device); the CLI keeps `agent-eval device`.
+PHONE_IMPORTERS = {"agent_eval.device.adb_backend", "agent_eval.cluster.phones", "agent_eval.cli"}
 # Import edges the cycle check ignores on purpose (none left: the phone's storage no longer reaches back).
 KNOWN: set[tuple[str, str]] = set()
 
@@ -98,7 +104,10 @@ def _module(path: Path) -> str:
 
 
 def _part(module: str) -> str:
+    """The layer a module belongs to: a part of agent_eval, or the phone package as a whole."""
     parts = module.split(".")
+    if parts[0] == "virtual_phone":
+        return "virtual_phone"
     return parts[1] if len(parts) > 1 else "__init__"
 
 
@@ -112,24 +121,25 @@ def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
 
 
 def _raw_imports(path: Path) -> Iterator[tuple[str, int]]:
-    """Every agent_eval name `path` imports, at any depth of the file (lazy imports count too)."""
+    """Every agent_eval or virtual_phone name `path` imports, at any depth of the file (lazy imports too)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in _runtime_nodes(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith("agent_eval"):
+                if alias.name.split(".")[0] in ROOTS:
                     yield alias.name, node.lineno
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("agent_eval"):
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ROOTS:
             for alias in node.names:
                 # `from agent_eval.x import y` may name the module agent_eval.x.y or a name in x.
                 yield f"{node.module}.{alias.name}", node.lineno
 
 
-MODULES = {_module(p) for p in PACKAGE.rglob("*.py")}
+SOURCES = [*PACKAGE.rglob("*.py"), *PHONE.rglob("*.py")]
+MODULES = {_module(p) for p in SOURCES}
 
 
 def _imports(path: Path) -> Iterator[tuple[str, int]]:
-    """The agent_eval modules `path` imports, with the line of each import."""
+    """The agent_eval and virtual_phone modules `path` imports, with the line of each import."""
     for name, line in _raw_imports(path):
         while name and name not in MODULES:
             name = name.rpartition(".")[0]
@@ -139,7 +149,7 @@ def _imports(path: Path) -> Iterator[tuple[str, int]]:
 
 def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
-    for path in PACKAGE.rglob("*.py"):
+    for path in SOURCES:
         module = _module(path)
         graph[module] = {name for name, _ in _imports(path) if name != module}
     return graph
@@ -156,6 +166,45 @@ def test_every_import_points_down_the_layers() -> None:
                 where = path.relative_to(PACKAGE.parent)
                 upward.append(f"{where}:{line} imports {name} ({source} → {target})")
     assert not upward, "imports against the layers:\n" + "\n".join(upward)
+
+
+def test_the_phone_imports_nothing_of_the_harness() -> None:
+    reaching = [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+        for path in PHONE.rglob("*.py")
+        for name, line in _raw_imports(path)
+        if name.split(".")[0] != "virtual_phone"
+    ]
+    assert len(MODULES) > len(list(PACKAGE.rglob("*.py"))) + 50, "the scan did not find the phone's modules"
+    assert not reaching, "the virtual phone is a package of its own:\n" + "\n".join(reaching)
+
+
+def test_only_the_modules_that_start_phones_import_the_phone() -> None:
+    importers = {
+        _module(path): line
+        for path in PACKAGE.rglob("*.py")
+        for name, line in _imports(path)
+        if _part(name) == "virtual_phone"
+    }
+    assert set(importers) == PHONE_IMPORTERS, f"import the phone only to start one: {importers}"
+    top_level = [
+        f"{module}:{node.lineno}"
+        for module in PHONE_IMPORTERS - {"agent_eval.cli"}
+        for node in ast.parse(_source(module)).body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and any(_part(name) == "virtual_phone" for name in _names_of(node))
+    ]
+    assert not top_level, f"the harness loads the phone package only when it starts a phone: {top_level}"
+
+
+def _source(module: str) -> str:
+    return (PACKAGE.parent / module.replace(".", "/")).with_suffix(".py").read_text(encoding="utf-8")
+
+
+def _names_of(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    return [node.module or ""]
 
 
 def test_the_runner_never_imports_the_grid_and_the_report_never_the_device() -> None:
@@ -204,7 +253,7 @@ def _string_constants(tree: ast.Module) -> Iterator[ast.Constant]:
 def test_only_rundir_names_the_files_of_a_run() -> None:
     named = []
     for path in PACKAGE.rglob("*.py"):
-        if _module(path) == "agent_eval.rundir.layout" or _part(_module(path)) == "virtual_device":
+        if _module(path) == "agent_eval.rundir.layout":
             continue
         for node in _string_constants(ast.parse(path.read_text(encoding="utf-8"))):
             if node.value in RUN_FILES:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from scripted_endpoint import DONE, ScriptedEndpoint, tap
 
-from agent_eval.virtual_device import start_fleet
+from virtual_phone import start_fleet
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent

@@ -20,7 +20,7 @@ from types import FrameType
 import httpx
 
 from agent_eval.builds import host
-from agent_eval.builds.client import Usage
+from agent_eval.builds.chat_client import Usage
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.engines import Launch
 from agent_eval.builds.memory import MemorySampler

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from agent_eval.builds.client import EndpointSession, Message
+from agent_eval.builds.chat_client import EndpointSession, Message
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.errors import EngineError
 

@@ -19,9 +19,10 @@ from typing import Any
 
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import Policy
-from agent_eval.builds.client import ChatClient, Usage, add_usage
+from agent_eval.builds.chat_client import ChatClient, Usage, add_usage
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.cluster.connect import PHONE, check_phones, nodes, ray_module
+from agent_eval.device.adb import online_serials
 from agent_eval.device.driver import Device
 from agent_eval.errors import AgentEvalError, ClusterError, DeviceError
 from agent_eval.records import BuildManifest, EpisodeRecord
@@ -47,7 +48,7 @@ class PhoneHost:
         ray = ray_module()
         ip = ray.util.get_node_ip_address()
         if serials is None:
-            from agent_eval.virtual_device import start_fleet
+            from virtual_phone import start_fleet
 
             self.fleet = start_fleet(count=1, base_port=base_port)
             serial = self.fleet.serials[0]
@@ -58,13 +59,9 @@ class PhoneHost:
         return {"serial": serial, "ip": ip, "node": node}
 
     def _claim_one(self, serials: list[str], ip: str) -> str:
-        import adbutils
-
-        from agent_eval.virtual_device.listener import adb_server_port
-
         try:
-            here = [d.serial for d in adbutils.AdbClient(port=adb_server_port()).device_list()]
-        except (adbutils.AdbError, OSError):
+            here = online_serials()  # the adb server on this node (ANDROID_ADB_SERVER_PORT, as adb reads it)
+        except DeviceError:
             here = []
         for serial in [s for s in serials if s in here]:
             lock = Path(tempfile.gettempdir()) / f"agent-eval-phone-{serial}.lock"

@@ -38,12 +38,12 @@ def free_phone_port(start: int, count: int = 1) -> int:
 
 @contextlib.contextmanager
 def _started(count: int, base_port: int) -> Iterator[list[EpisodeDevice]]:
-    from agent_eval.virtual_device import start_fleet  # the phone package loads only when a phone is started
-    from agent_eval.virtual_device.errors import VirtualDeviceError
+    from virtual_phone import start_fleet  # the phone package loads only when a phone is started
+    from virtual_phone.errors import VirtualPhoneError
 
     try:
         fleet = start_fleet(count=count, base_port=base_port)
-    except VirtualDeviceError as e:  # the phone has its own errors; here they are the harness's device errors
+    except VirtualPhoneError as e:  # the phone has its own errors; here they are the harness's device errors
         raise DeviceError(str(e)) from e
     with fleet:
         yield [Device(serial) for serial in fleet.serials]

@@ -28,7 +28,7 @@ from pydantic import Field
 from agent_eval.action import Action
 from agent_eval.agent.parse import parse_action
 from agent_eval.agent.prompt import action_schema
-from agent_eval.builds.client import ChatClient
+from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.teacher import TeacherClient
 from agent_eval.fidelity.mask import SchemaMask

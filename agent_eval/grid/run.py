@@ -42,7 +42,7 @@ from agent_eval.report.thumbnails import episode_thumbnails
 from agent_eval.rundir import GRID_COPY, RunStore
 from agent_eval.runner.lines import unfinished_problems
 from agent_eval.runner.loop import Cell, RunSummary, Seat, run_cells
-from agent_eval.runner.manifest import new_manifest
+from agent_eval.runner.new_run_manifest import new_manifest
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.task import Task
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.records import EpisodeRecord
+from agent_eval.report.builds_table import builds_table
 from agent_eval.report.family_section import families_html
 from agent_eval.report.fidelity_section import fidelity_html
 from agent_eval.report.ladder_plot import ladder_figures
-from agent_eval.report.manifests import builds_table
 from agent_eval.report.page_assets import SCRIPT, STYLE
 from agent_eval.report.plots import Interval, Part, grouped_bars, rates_chart, stacked_bars
 from agent_eval.report.recognition_section import recognition_html

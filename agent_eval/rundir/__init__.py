@@ -27,7 +27,14 @@ from agent_eval.rundir.layout import (
     thumbs_dir,
 )
 from agent_eval.rundir.lines import Lines, parse_lines, read_lines
-from agent_eval.rundir.manifest import (
+from agent_eval.rundir.records import (
+    read_engine_record,
+    read_engines,
+    read_episodes,
+    read_steps,
+    write_engine_record,
+)
+from agent_eval.rundir.run_manifest import (
     RunManifest,
     RunSettings,
     TaskEntry,
@@ -37,13 +44,6 @@ from agent_eval.rundir.manifest import (
     package_versions,
     read_manifest,
     read_run_settings,
-)
-from agent_eval.rundir.records import (
-    read_engine_record,
-    read_engines,
-    read_episodes,
-    read_steps,
-    write_engine_record,
 )
 from agent_eval.rundir.store import RunStore
 

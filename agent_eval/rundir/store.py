@@ -18,7 +18,7 @@ from agent_eval.records import EpisodeRecord, Outcome
 from agent_eval.rundir.attempts import episode_key
 from agent_eval.rundir.layout import EPISODES_FILE, LOCK_FILE, MANIFEST_FILE, EpisodeKey, episode_dir
 from agent_eval.rundir.lines import read_lines
-from agent_eval.rundir.manifest import (
+from agent_eval.rundir.run_manifest import (
     RunManifest,
     configuration_differences,
     read_manifest,

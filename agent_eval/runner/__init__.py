@@ -6,7 +6,7 @@
 from agent_eval.rundir import RunManifest, RunStore
 from agent_eval.runner.episode import run_episode
 from agent_eval.runner.loop import BuildAgent, Cell, RunSummary, run_cells
-from agent_eval.runner.manifest import new_manifest
+from agent_eval.runner.new_run_manifest import new_manifest
 
 __all__ = [
     "BuildAgent",

@@ -1,0 +1,224 @@
+"""`agent-eval tune [collect | train | ship]`: make the tuned default agent again (each stage resumable).
+
+`agent-eval tune` alone runs all three: demonstrations on virtual phones → LoRA training → the adapter and
+its manifest under adapters/. Work files go to --work (default runs/tune/); the stages' code is in tune/.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from agent_eval.builds.spec import models_dir, repo_root
+from agent_eval.task import load_tasks
+from agent_eval.tune.collect import (
+    PROMPT_FORMATS,
+    add_collect_time,
+    assemble,
+    finished_episodes,
+    plan_episodes,
+    run_plans,
+    training_tasks,
+)
+from agent_eval.tune.collect_settings import CollectSettings, read_settings, settle_settings
+from agent_eval.tune.dataset import DatasetSummary, read_dataset
+
+DEFAULT_BASE = "smollm2-135m-instruct/bf16"
+DEFAULT_ADAPTER = "adapters/smollm2-135m-agent"
+BASE_HELP = f"Base checkpoint (default models/{DEFAULT_BASE})."
+
+
+def _work(ctx: click.Context) -> Path:
+    work: Path = ctx.obj["work"]
+    work.mkdir(parents=True, exist_ok=True)
+    return work
+
+
+@click.group("tune", invoke_without_command=True)
+@click.option("--work", type=click.Path(path_type=Path), default=Path("runs/tune"), show_default=True)
+@click.option(
+    "--tasks", "tasks_path", type=click.Path(path_type=Path), default=Path("tasks"), show_default=True
+)
+@click.pass_context
+def tune_group(ctx: click.Context, work: Path, tasks_path: Path) -> None:
+    """Tune the default model on the phone's own demonstrations (all three stages when no stage is named)."""
+    ctx.obj = {"work": work, "tasks": tasks_path}
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(collect_command)
+        ctx.invoke(train_command)
+        ctx.invoke(ship_command)
+
+
+@tune_group.command("collect")
+@click.option("--episodes-per-task", default=52, show_default=True, help="Seeds per training task.")
+@click.option("--phones", default=2, show_default=True, help="Virtual phones played in parallel.")
+@click.option("--phone-port", default=5554, show_default=True, help="First console port to try.")
+@click.option(
+    "--prompt-format", default="compact", show_default=True, type=click.Choice(sorted(PROMPT_FORMATS))
+)
+@click.option("--seed", default=0, show_default=True)
+@click.option(
+    "--shade-detours/--no-shade-detours",
+    default=True,
+    show_default=True,
+    help="Detours may also pull the quick-settings shade down (the expert then finds its way out).",
+)
+@click.option(
+    "--copies",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Keep identical (prompt, answer) examples up to this many times (1: each once).",
+)
+@click.pass_context
+def collect_command(
+    ctx: click.Context,
+    episodes_per_task: int,
+    phones: int,
+    phone_port: int,
+    prompt_format: str,
+    seed: int,
+    shade_detours: bool,
+    copies: int,
+) -> None:
+    """Play demonstrations (oracle, detours with recovery) and write data/dataset.jsonl."""
+    from agent_eval.device.backend import DeviceRequest, device_backend
+
+    out = _work(ctx) / "data"
+    out.mkdir(parents=True, exist_ok=True)
+    settings = CollectSettings(prompt_format=prompt_format, seed=seed, shade_detours=shade_detours)
+    finished = finished_episodes(out)
+    settle_settings(out, settings, played_before=bool(finished))
+    tasks = training_tasks(load_tasks([ctx.obj["tasks"]]))
+    plans = plan_episodes(tasks, episodes_per_task, seed)
+    todo = [p for p in plans if p.index not in finished]
+    click.echo(f"{len(plans)} episodes planned over {len(tasks)} training tasks, {len(todo)} to play")
+    started = time.perf_counter()
+    if todo:
+        request = DeviceRequest(count=phones, phone_port=phone_port)  # the backend skips busy ports
+        say = lambda text: click.echo(text, err=True)  # noqa: E731
+        with (
+            device_backend().devices(request, say) as devices,
+            click.progressbar(length=len(todo), label="episodes") as bar,
+        ):
+            by_id = {t.id: t for t in tasks}
+            run_plans(
+                todo, by_id, devices, out, prompt_format, lambda _: bar.update(1), settings.detour_kinds
+            )
+    seconds = add_collect_time(out, time.perf_counter() - started)
+    summary = assemble(out, plans, seconds, phones, copies)
+    _say_dataset(summary)
+
+
+def _say_dataset(s: DatasetSummary) -> None:
+    click.echo(
+        f"dataset {s.hash[:12]}: {s.examples} examples ({s.played_steps} expert steps played in "
+        f"{s.played_episodes} episodes, {s.collect_seconds:.0f} s on {s.phones} phones; duplicates and "
+        f"{s.dropped_done} surplus done dropped)"
+    )
+    click.echo("  per action: " + ", ".join(f"{k} {v}" for k, v in s.per_action.items()))
+    click.echo("  per source: " + ", ".join(f"{k} {v}" for k, v in s.per_source.items()))
+    click.echo("  per task:   " + ", ".join(f"{k} {v}" for k, v in s.per_task.items()))
+
+
+@tune_group.command("train")
+@click.option(
+    "--base", type=click.Path(path_type=Path), help=f"Base checkpoint (default models/{DEFAULT_BASE})."
+)
+@click.option(
+    "--epochs",
+    default=3.25,
+    show_default=True,
+    help="Token budget in passes over the first epoch (fractions allowed); focused epochs are shorter.",
+)
+@click.option("--rank", default=8, show_default=True, help="LoRA rank (8 → ~4.9 MB in bf16).")
+@click.option("--lr", "learning_rate", default=1.5e-3, show_default=True)
+@click.option(
+    "--threads", default=2, show_default=True, help="torch threads (1 is faster on a busy machine)."
+)
+@click.option(
+    "--task-floor", default=0, show_default=True, help="Repeat a small task's examples up to ~this many."
+)
+@click.option(
+    "--focus-loss",
+    default=0.0,
+    show_default=True,
+    help="From epoch 2, train on examples whose worst answer-token loss is ≥ this (0: every example).",
+)
+@click.option("--easy-share", default=0.25, show_default=True, help="... and this share of the others.")
+@click.option("--seed", default=0, show_default=True)
+@click.pass_context
+def train_command(
+    ctx: click.Context,
+    base: Path | None,
+    epochs: float,
+    rank: int,
+    learning_rate: float,
+    threads: int,
+    task_floor: int,
+    focus_loss: float,
+    easy_share: float,
+    seed: int,
+) -> None:
+    """LoRA-train on data/dataset.jsonl into train/ (continues from train/checkpoint when there is one)."""
+    from agent_eval.tune.train import TrainConfig, train
+
+    work = _work(ctx)
+    examples, summary = read_dataset(work / "data")
+    cfg = TrainConfig(
+        rank=rank,
+        alpha=2 * rank,
+        learning_rate=learning_rate,
+        epochs=epochs,
+        seed=seed,
+        threads=threads,
+        task_floor=task_floor,
+        focus_loss=focus_loss or None,
+        easy_share=easy_share,
+    )
+    out = work / "train"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(asdict(cfg)) + "\n", encoding="utf-8")
+    click.echo(f"training on {len(examples)} examples of dataset {summary.hash[:12]}")
+    state = train(examples, base or models_dir() / DEFAULT_BASE, out, cfg)
+    rate = state.tokens / state.seconds if state.seconds else 0.0
+    click.echo(
+        f"trained {state.step} steps, {state.tokens} tokens in {state.seconds:.0f} s ({rate:.0f} tok/s); "
+        f"loss {state.losses[0]:.3f} → {state.losses[-1]:.3f}; examples per epoch {state.epoch_sizes}"
+    )
+
+
+@tune_group.command("ship")
+@click.option(
+    "--base", type=click.Path(path_type=Path), help=f"Base checkpoint (default models/{DEFAULT_BASE})."
+)
+@click.option(
+    "--dest", type=click.Path(path_type=Path), help=f"Where the adapter goes (default {DEFAULT_ADAPTER})."
+)
+@click.pass_context
+def ship_command(ctx: click.Context, base: Path | None, dest: Path | None) -> None:
+    """Write the trained adapter (bf16 safetensors) and manifest.json for `builds prepare` to merge."""
+    from agent_eval.tune.ship import ship
+    from agent_eval.tune.train import TrainConfig, TrainState
+
+    work = _work(ctx)
+    _, summary = read_dataset(work / "data")
+    cfg = TrainConfig(**json.loads((work / "train" / "config.json").read_text(encoding="utf-8")))
+    state = TrainState(**json.loads((work / "train" / "train_state.json").read_text(encoding="utf-8")))
+    held_out = sorted(t.id for t in load_tasks([ctx.obj["tasks"]]) if t.split == "held_out")
+    manifest = ship(
+        train_dir=work / "train",
+        dataset=summary,
+        held_out=held_out,
+        base_dir=base or models_dir() / DEFAULT_BASE,
+        cfg=cfg,
+        state=state,
+        dest=dest or repo_root() / DEFAULT_ADAPTER,
+        prompt_format=summary.prompt_format,
+        collect=read_settings(work / "data").model_dump(mode="json"),
+    )
+    click.echo(f"shipped adapter {manifest.adapter_sha256[:12]} ({manifest.adapter_bytes / 2**20:.1f} MiB)")

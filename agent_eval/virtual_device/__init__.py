@@ -1,9 +1,0 @@
-"""A virtual Android 14 phone that the real adb server drives like an emulator (adbd protocol + console).
-
-Public API: start_fleet / Fleet to run phones in a child process, FaultConfig to inject faults.
-"""
-
-from agent_eval.virtual_device.faults import FaultConfig
-from agent_eval.virtual_device.fleet import Fleet, start_fleet
-
-__all__ = ["FaultConfig", "Fleet", "start_fleet"]

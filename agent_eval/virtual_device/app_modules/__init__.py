@@ -1,8 +1,0 @@
-"""The apps' own modules: what an app does that its YAML cannot say (record sources, actions, save rules).
-
-Importing this package registers every one of them.
-"""
-
-from agent_eval.virtual_device.app_modules import calendar, contacts, files, markor, messages
-
-__all__ = ["calendar", "contacts", "files", "markor", "messages"]

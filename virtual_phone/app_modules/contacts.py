@@ -1,0 +1,100 @@
+"""Contacts: a contact is one raw_contacts row plus its data rows (name, phone, e-mail), as in Android's
+contacts provider. The screens see flat records (display_name, number, email); saving writes every table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from virtual_phone.appdata import AppDatabase
+from virtual_phone.appdata_schema import Value
+from virtual_phone.record_source import DataContext, Record, register_source, sql_rows
+from virtual_phone.screen_data import RecordList
+
+NAME = "vnd.android.cursor.item/name"
+PHONE = "vnd.android.cursor.item/phone_v2"
+EMAIL = "vnd.android.cursor.item/email_v2"
+MOBILE = "2"  # Phone.TYPE_MOBILE
+
+
+# One pass over `data` (no correlated subquery per contact: the table has no index on raw_contact_id): each
+# contact's first phone and e-mail row, primary first.
+CONTACTS = f"""
+WITH firsts AS (
+  SELECT raw_contact_id, mimetype, data1,
+         ROW_NUMBER() OVER (PARTITION BY raw_contact_id, mimetype ORDER BY is_primary DESC, _id) AS k
+  FROM data WHERE mimetype IN ('{PHONE}', '{EMAIL}'))
+SELECT r._id AS _id, r.display_name AS display_name, r.starred AS starred,
+       MAX(CASE WHEN f.mimetype = '{PHONE}' THEN f.data1 END) AS number,
+       MAX(CASE WHEN f.mimetype = '{EMAIL}' THEN f.data1 END) AS email
+FROM raw_contacts r LEFT JOIN firsts f ON f.raw_contact_id = r._id AND f.k = 1
+WHERE r.deleted = 0 GROUP BY r._id
+"""
+COLUMNS = {"_id", "display_name", "starred", "number", "email"}
+
+
+class ContactsSource:
+    """Contacts as flat records over raw_contacts and data."""
+
+    def columns(self, ctx: DataContext, package: str, table: str) -> set[str]:
+        return set(COLUMNS)
+
+    def rows(
+        self, ctx: DataContext, package: str, spec: RecordList, parent: Mapping[str, object]
+    ) -> list[Record]:
+        where = f" WHERE {spec.where}" if spec.where else ""
+        return sql_rows(ctx.db(package), f"SELECT * FROM ({CONTACTS}){where} ORDER BY {spec.sort}", parent)
+
+    def get(self, ctx: DataContext, package: str, table: str, key: str) -> Record | None:
+        db = ctx.database(package)
+        if db is None or not key.isdigit():
+            return None
+        rows = sql_rows(db, f"SELECT * FROM ({CONTACTS}) WHERE _id = :key", {"key": int(key)})
+        return rows[0] if rows else None
+
+    def insert(self, ctx: DataContext, package: str, table: str, values: Mapping[str, Value]) -> str:
+        db = ctx.db(package)
+        raw = db.insert("raw_contacts", {"display_name": str(values.get("display_name") or "")})
+        self._write(db, raw, values)
+        return str(raw)
+
+    def update(
+        self, ctx: DataContext, package: str, table: str, key: str, values: Mapping[str, Value]
+    ) -> None:
+        db = ctx.db(package)
+        if "display_name" in values:
+            db.update_row("raw_contacts", int(key), {"display_name": str(values["display_name"] or "")})
+        self._write(db, int(key), values)
+
+    def delete(self, ctx: DataContext, package: str, table: str, key: str) -> None:
+        db = ctx.db(package)
+        db.delete("data", "raw_contact_id = ?", [int(key)])
+        db.delete_row("raw_contacts", int(key))
+
+    def _write(self, db: AppDatabase, raw: int, values: Mapping[str, Value]) -> None:
+        """The name row (given and family name split at the first space) and the first phone/e-mail row."""
+        if "display_name" in values:
+            name = str(values["display_name"] or "")
+            given, _, family = name.partition(" ")
+            self._set(db, raw, NAME, {"data1": name, "data2": given, "data3": family})
+        if "number" in values:
+            self._set(db, raw, PHONE, {"data1": str(values["number"] or ""), "data2": MOBILE})
+        if "email" in values:
+            self._set(db, raw, EMAIL, {"data1": str(values["email"] or ""), "data2": "1"})
+
+    def _set(self, db: AppDatabase, raw: int, mimetype: str, cols: dict[str, Value]) -> None:
+        """Updates the contact's first row of this kind, adds one if it has none, removes it when emptied."""
+        found = db.rows(
+            "data", "raw_contact_id = ? AND mimetype = ?", [raw, mimetype], "is_primary DESC, _id", 1
+        )
+        if not cols["data1"]:
+            if found:
+                db.delete_row("data", int(str(found[0]["_id"])))
+            return
+        if found:
+            db.update_row("data", int(str(found[0]["_id"])), {k: v for k, v in cols.items() if k != "data2"})
+        else:
+            db.insert("data", {"raw_contact_id": raw, "mimetype": mimetype, **cols})
+
+
+register_source("contacts", ContactsSource())

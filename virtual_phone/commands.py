@@ -1,0 +1,38 @@
+"""The table of every command the phone's shell runs, put together explicitly from the command modules."""
+
+from __future__ import annotations
+
+from virtual_phone import (
+    activity_manager,
+    android_commands,
+    content,
+    dumpsys,
+    file_commands,
+    package_manager,
+    posix_commands,
+    root_commands,
+    system_commands,
+)
+from virtual_phone.shell import Command
+
+MODULES = (
+    posix_commands,
+    file_commands,
+    android_commands,
+    activity_manager,
+    package_manager,
+    dumpsys,
+    system_commands,
+    content,
+    root_commands,
+)
+
+
+def command_table() -> dict[str, Command]:
+    """Program name → command; a name defined twice is a bug caught here."""
+    table: dict[str, Command] = {}
+    for module in MODULES:
+        for name, fn in module.COMMANDS.items():
+            assert name not in table, f"command {name!r} is defined twice"
+            table[name] = fn
+    return table

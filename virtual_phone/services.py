@@ -1,0 +1,327 @@
+"""The adbd services a phone offers on a stream: shell (v2 and legacy), exec, and sync (push/pull/ls).
+
+Commands run on worker threads so that one slow command never blocks the other streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+import struct
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import Executor
+
+from virtual_phone.appdata import AppDatabase, DataError
+from virtual_phone.commands import command_table
+from virtual_phone.phone import Phone
+from virtual_phone.root_commands import db_path
+from virtual_phone.shell import Output, Shell, program_names
+from virtual_phone.storage import PhoneError
+from virtual_phone.transport import Service, Stream
+
+PROMPT = b"emu64x:/ $ "
+MTIME = 1767225600  # 2026-01-01: files carry one fixed time so snapshots compare equal
+DIR_MODE = 0o040771
+FILE_MODE = 0o100660
+SYNC_DATA_MAX = 64 * 1024
+
+
+def _v2(packet_id: int, data: bytes) -> bytes:
+    return struct.pack("<BI", packet_id, len(data)) + data
+
+
+class Services:
+    """Resolves a service name to its handler for one phone."""
+
+    def __init__(self, phone: Phone, executor: Executor, on_drop: Callable[[], None]) -> None:
+        self.phone = phone
+        self.executor = executor
+        self.on_drop = on_drop
+        self.commands = command_table()
+
+    def resolve(self, service: str) -> Service | None:
+        if service.startswith("shell"):
+            head, sep, cmd = service.partition(":")
+            if not sep:
+                return None
+            opts = head.split(",")[1:]
+            v2 = "v2" in opts
+            pty = "pty" in opts or ("raw" not in opts and not cmd)
+            return lambda s, _svc: self._shell(s, cmd, v2, pty)
+        if service.startswith("exec:"):
+            return lambda s, _svc: self._exec(s, service[5:])
+        if service == "sync:":
+            return self._sync
+        if service.startswith("reboot:"):
+            return self._reboot
+        if service in ("root:", "unroot:"):
+            return self._root
+        return None
+
+    async def _root(self, stream: Stream, service: str) -> None:
+        """`adb root` / `adb unroot`: adbd restarts as (non) root, so the transport drops and comes back
+        (the adb client waits for that after a "restarting" answer)."""
+        want = service == "root:"
+        if self.phone.root == want:
+            await stream.write(
+                b"adbd is already running as root\n" if want else b"adbd not running as root\n"
+            )
+            return
+        self.phone.root = want
+        await stream.write(b"restarting adbd as root\n" if want else b"restarting adbd as non root\n")
+        await stream.close()
+        asyncio.get_running_loop().call_later(0.1, self.on_drop)
+
+    async def _reboot(self, stream: Stream, _service: str) -> None:
+        """`adb reboot`: settings and files survive, apps restart on the home screen, the transport drops."""
+        self.phone.reboot()
+        await asyncio.sleep(0.05)
+        self.on_drop()
+
+    async def _run(self, line: str) -> tuple[Output, int] | None:
+        """Runs one command line with the phone's faults; None if the transport was dropped instead."""
+        faults = self.phone.faults
+        if faults.should_drop(line):
+            self.on_drop()
+            return None
+        delay = faults.latency_for(program_names(line), line)
+        if delay:
+            await asyncio.sleep(delay)
+        shell = Shell(self.phone, self.commands)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, shell.run, line)
+
+    async def _exec(self, stream: Stream, cmd: str) -> None:
+        result = await self._run(cmd)
+        if result is None:
+            return
+        out, _ = result
+        # exec: has no separate stderr; like adbd, both go to the one stream in production order.
+        await stream.write(b"".join(d for _, d in out.chunks))
+
+    async def _shell(self, stream: Stream, cmd: str, v2: bool, pty: bool) -> None:
+        if not cmd:
+            await self._interactive(stream, v2, pty)
+            return
+        result = await self._run(cmd)
+        if result is None:
+            return
+        out, rc = result
+        if pty:
+            # A terminal has one output stream and turns \n into \r\n.
+            out = Output([(1, d.replace(b"\n", b"\r\n")) for _, d in out.chunks])
+        if v2:
+            packets = [_v2(fd, d) for fd, d in out.chunks if d]
+            packets.append(_v2(3, bytes([rc & 0xFF])))
+            await stream.write(b"".join(packets))
+        else:
+            await stream.write(b"".join(d for _, d in out.chunks))
+
+    async def _interactive(self, stream: Stream, v2: bool, pty: bool) -> None:
+        """`adb shell` with no command, line by line; a pty echoes, prompts and ends lines with CRLF."""
+        shell = Shell(self.phone, self.commands)
+        loop = asyncio.get_running_loop()
+
+        async def emit(fd: int, data: bytes) -> None:
+            if pty:
+                data = data.replace(b"\n", b"\r\n")
+            if data:
+                await stream.write(_v2(fd if v2 else 1, data) if v2 else data)
+
+        async def finish(code: int) -> None:
+            if v2:
+                await stream.write(_v2(3, bytes([code & 0xFF])))
+
+        if pty:
+            await emit(1, PROMPT)
+        line = bytearray()
+        for data in _stdin(stream, v2):
+            chunk = await data
+            if chunk is None:  # stdin closed: the shell exits with its last status
+                await finish(shell.last_rc)
+                return
+            for byte in chunk:
+                ch = bytes([byte])
+                if ch == b"\x04" and not line:
+                    await finish(shell.last_rc)
+                    return
+                if ch in (b"\x7f", b"\x08"):
+                    if line:
+                        line.pop()
+                        if pty:
+                            await emit(1, b"\x08 \x08")
+                    continue
+                if ch not in (b"\r", b"\n"):
+                    line += ch
+                    if pty:
+                        await emit(1, ch)
+                    continue
+                if pty:
+                    await emit(1, b"\n")
+                text = line.decode("utf-8", "replace").strip()
+                line.clear()
+                words = text.split()
+                if words[:1] in (["exit"], ["logout"]):
+                    await finish(int(words[1]) if len(words) > 1 and words[1].isdigit() else shell.last_rc)
+                    return
+                if text:
+                    out, _ = await loop.run_in_executor(self.executor, shell.run, text)
+                    for fd, part in out.chunks:
+                        await emit(fd, part)
+                if pty:
+                    await emit(1, PROMPT)
+        await finish(shell.last_rc)
+
+    async def _sync(self, stream: Stream, _service: str) -> None:
+        reader = _Reader(stream)
+        while True:
+            try:
+                head = await reader.exactly(8)
+            except EOFError:
+                return
+            ident, length = head[:4], struct.unpack("<I", head[4:])[0]
+            if ident == b"QUIT":
+                return
+            if length > 4096:
+                await stream.write(_fail("path too long"))
+                return
+            arg = (await reader.exactly(length)).decode("utf-8", "replace")
+            if ident == b"STAT":
+                await stream.write(b"STAT" + struct.pack("<3I", *self._stat(arg)))
+            elif ident == b"LIST":
+                await stream.write(self._sync_list(arg))
+            elif ident == b"RECV":
+                await stream.write(self._sync_recv(arg))
+            elif ident == b"SEND":
+                if not await self._sync_send(reader, stream, arg):
+                    return
+            else:
+                await stream.write(_fail(f"unknown sync request {ident!r}"))
+                return
+
+    def _sync_list(self, arg: str) -> bytes:
+        """LIST: a DENT per entry (with . and ..), then DONE."""
+        storage = self.phone.storage
+        out = bytearray()
+        if storage.is_dir(arg):
+            for name in [".", "..", *storage.listdir(arg)]:
+                mode, size, mtime = (
+                    self._stat(posixpath.join(arg, name))
+                    if name not in (".", "..")
+                    else (DIR_MODE, 4096, MTIME)
+                )
+                out += b"DENT" + struct.pack("<4I", mode, size, mtime, len(name.encode())) + name.encode()
+        out += b"DONE" + struct.pack("<4I", 0, 0, 0, 0)
+        return bytes(out)
+
+    def _database(self, path: str) -> AppDatabase | None:
+        """The app database whose file is at `path` when adbd runs as root (unreadable otherwise)."""
+        return self.phone.data.by_path(db_path(path)) if self.phone.root else None
+
+    def _sync_recv(self, arg: str) -> bytes:
+        """RECV: the file in DATA chunks then DONE, or FAIL. An app database comes as a SQLite file."""
+        storage = self.phone.storage
+        db = self._database(arg)
+        data = db.snapshot() if db is not None else storage.read(arg)
+        if data is None:
+            reason = "Is a directory" if storage.is_dir(arg) else "No such file or directory"
+            return _fail(f"open failed: {reason}")
+        out = bytearray()
+        for off in range(0, len(data), SYNC_DATA_MAX):
+            part = data[off : off + SYNC_DATA_MAX]
+            out += b"DATA" + struct.pack("<I", len(part)) + part
+        out += b"DONE" + struct.pack("<I", 0)
+        return bytes(out)
+
+    async def _sync_send(self, reader: _Reader, stream: Stream, arg: str) -> bool:
+        """SEND "path,mode": DATA chunks until DONE, then OKAY or FAIL. False: the sync session ends."""
+        path = arg.rsplit(",", 1)[0]
+        buf = bytearray()
+        while True:
+            h = await reader.exactly(8)
+            n = struct.unpack("<I", h[4:])[0]
+            if h[:4] == b"DATA":
+                if n > SYNC_DATA_MAX:
+                    await stream.write(_fail("data chunk too large"))
+                    return False
+                buf += await reader.exactly(n)
+            elif h[:4] == b"DONE":
+                break
+            else:
+                await stream.write(_fail(f"invalid data message {h[:4]!r}"))
+                return False
+        try:
+            db = self._database(path)
+            if db is not None:
+                db.restore(bytes(buf))  # a pushed .db file replaces the app's database, as on a device
+            else:
+                self.phone.storage.make_dirs(posixpath.dirname(path))
+                self.phone.storage.write(path, bytes(buf))
+        except (PhoneError, DataError) as e:
+            await stream.write(_fail(f"couldn't create file: {e}"))
+            return True
+        await stream.write(b"OKAY" + struct.pack("<I", 0))
+        return True
+
+    def _stat(self, path: str) -> tuple[int, int, int]:
+        db = self._database(path)
+        if db is not None:
+            return FILE_MODE, len(db.snapshot()), MTIME
+        if self.phone.storage.is_dir(path):
+            return DIR_MODE, 4096, MTIME
+        data = self.phone.storage.read(path)
+        if data is None:
+            return 0, 0, 0
+        return FILE_MODE, len(data), MTIME
+
+
+def _stdin(stream: Stream, v2: bool) -> Iterator[Awaitable[bytes | None]]:
+    """Stdin of an interactive shell as awaitables of bytes (None at EOF), unwrapping shell v2 packets."""
+    pending = bytearray()
+
+    async def next_chunk() -> bytes | None:
+        while True:
+            chunk = await stream.read()
+            if chunk is None:
+                return None
+            if not v2:
+                return chunk
+            pending.extend(chunk)
+            data = bytearray()
+            while len(pending) >= 5:
+                pid, n = struct.unpack_from("<BI", pending)
+                if len(pending) < 5 + n:
+                    break
+                if pid == 0:
+                    data += pending[5 : 5 + n]
+                elif pid == 4:  # close-stdin
+                    del pending[: 5 + n]
+                    return bytes(data) + b"\x04" if data else None
+                del pending[: 5 + n]
+            if data:
+                return bytes(data)
+
+    while True:
+        yield next_chunk()
+
+
+def _fail(msg: str) -> bytes:
+    return b"FAIL" + struct.pack("<I", len(msg.encode())) + msg.encode()
+
+
+class _Reader:
+    """Exact reads over a stream whose WRTE boundaries do not align with sync requests."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.buf = bytearray()
+
+    async def exactly(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            chunk = await self.stream.read()
+            if chunk is None:
+                raise EOFError
+            self.buf += chunk
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
