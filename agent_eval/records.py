@@ -210,6 +210,11 @@ class EngineRecord(StrictModel):
     pinning: dict[str, Any] = Field(default_factory=dict)
     mode: str | None = None
     startup_s: float | None = None
+    start_waited_s: float | None = Field(
+        None,
+        description="Seconds a grid waited for this start, when it began the start early (while the previous "
+        "build's last cells played); null: the whole startup_s was waited for.",
+    )
     peak_rss_mb: float | None = Field(None, description="Peak RssAnon of the server's process tree, sampled.")
     settled_rss_mb: float | None = Field(None, description="RssAnon once loaded and idle.")
     decode_tok_s: float | None = Field(None, description="From the episodes' own requests.")
