@@ -319,3 +319,47 @@ def test_the_busy_table_shows_the_start_the_grid_waited_for(tmp_path: Path) -> N
     rows = {r.build: r for r in engine_busy(episodes, lambda e: [], engines, 0, [1])}
     assert (rows["bf16"].engine_start_s, rows["bf16"].engine_start_waited_s) == (41.0, 41.0)
     assert (rows["w8a8"].engine_start_s, rows["w8a8"].engine_start_waited_s) == (52.0, 6.5)
+
+
+def test_a_real_server_process_started_early_and_not_needed_is_cancelled_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real launcher and guard, with a server that never answers (a sleeping Python): dropped mid-start,
+    its whole process group is gone within seconds, not after the start's timeout."""
+    import os
+    import sys
+
+    from agent_eval.builds.endpoint import Endpoint
+    from agent_eval.builds.engines import Launch
+
+    build = _builds().get("w8a8")
+
+    def launch(build: Any, weights: Path, port: int) -> Launch:
+        endpoint = Endpoint(base_url=f"http://127.0.0.1:{port}/v1", model=build.served_name)
+        command = [sys.executable, "-c", "import time; time.sleep(300)"]
+        return Launch(command=command, env={}, ready_path="/health", endpoint=endpoint)
+
+    monkeypatch.setattr(build.kind, "launch", launch)
+    monkeypatch.setattr(schedule, "_agent", lambda name, client, served: f"agent {name}")
+    engines = Engines(
+        tmp_path,
+        8290,
+        lambda line: None,
+        manifests=[build.manifest(weights_hash="x")],
+        available=lambda: 64.0,
+    )
+    engines.start_early(build)
+    early = engines._early["w8a8"]
+    deadline = time.monotonic() + 20
+    while (early.served is None or early.served._proc is None) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert early.served is not None and early.served._proc is not None
+    group = early.served._proc.pid
+    os.killpg(group, 0)  # the guard's group is up, waiting for a server that never answers
+    began = time.monotonic()
+    engines.close()
+    assert time.monotonic() - began < 20  # cancelled, not waited for until startup_timeout_s
+    assert early.thread is not None and not early.thread.is_alive()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(group, 0)
+    assert "cancelled" in str(early.error) and not engines.live
