@@ -79,7 +79,10 @@ class GridFidelity:
         warnings = []
         try:
             for build in builds:
-                if build.name == self.reference.name or not can_probe(build) or build.name not in endpoints:
+                if build.name == self.reference.name or build.name not in endpoints:
+                    continue
+                if not can_probe(build):
+                    self.say(f"fidelity: no early warning for {build.name} ({build.engine} is not probed)")
                     continue
                 reference = read_probes(self.run_dir, self.reference.name)
                 probes, took = self._probe_one(build, endpoints[build.name])
