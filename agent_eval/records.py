@@ -212,8 +212,9 @@ class EngineRecord(StrictModel):
     startup_s: float | None = None
     start_waited_s: float | None = Field(
         None,
-        description="Seconds a grid waited for this start, when it began the start early (while the previous "
-        "build's last cells played); null: the whole startup_s was waited for.",
+        description="Seconds a grid's block waited for this engine: its whole start (with the memory reading "
+        "and client after startup_s), or what was left of a start begun early, while the previous build's "
+        "last cells played; null: not served by a grid (or restarted since).",
     )
     peak_rss_mb: float | None = Field(None, description="Peak RssAnon of the server's process tree, sampled.")
     settled_rss_mb: float | None = Field(None, description="RssAnon once loaded and idle.")

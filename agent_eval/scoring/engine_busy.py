@@ -52,8 +52,9 @@ class EngineBusy(StrictModel):
     )
     engine_start_waited_s: float | None = Field(
         None,
-        description="Of engine_start_s, the seconds the grid waited for: less when the grid started the "
-        "engine early, while the previous build's last cells played (docs/grid.md).",
+        description="Seconds the grid waited for the engine before its first episode: its whole start (a "
+        "little more than engine_start_s), or less when the grid started it early, in the previous build's "
+        "last cells (docs/grid.md).",
     )
 
 
