@@ -120,7 +120,7 @@ def _builds() -> Any:
 
 def _engines(tmp_path: Path, free_gib: float = 16.0, said: list[str] | None = None) -> Engines:
     out = said if said is not None else []
-    return Engines(tmp_path, 8200, out.append, reserve_gib=4.0, available=lambda: free_gib)
+    return Engines(tmp_path, 8200, out.append, reserve_gib=4.0, available=lambda: free_gib, early=True)
 
 
 def test_room_is_memavailable_less_the_build_s_expected_rss_above_the_reserve(tmp_path: Path) -> None:
@@ -218,6 +218,12 @@ def test_an_engine_no_block_takes_is_stopped_mid_start_or_after(fakes: _Fakes, t
     engines.start_early(builds.get("bf16"))
     engines.close()
     assert fakes.log[-1] == "stop bf16"
+
+
+def test_off_unless_the_grid_asks(fakes: _Fakes, tmp_path: Path) -> None:
+    engines = Engines(tmp_path, 8200, lambda line: None, available=lambda: 64.0)  # early_engine_start: false
+    engines.start_early(_builds().get("w8a8"))
+    assert fakes.log == [] and not engines._early
 
 
 def test_a_resident_engine_is_not_started_early_again(fakes: _Fakes, tmp_path: Path) -> None:
@@ -352,6 +358,7 @@ def test_a_real_server_process_started_early_and_not_needed_is_cancelled_and_lea
         lambda line: None,
         manifests=[build.manifest(weights_hash="x")],
         available=lambda: 64.0,
+        early=True,
     )
     engines.start_early(build)
     early = engines._early["w8a8"]

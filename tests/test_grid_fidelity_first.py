@@ -156,7 +156,7 @@ def test_fidelity_first_needs_the_reference_to_play_first() -> None:
 
 class _Engines(Engines):
     def __init__(self, log: list[str]) -> None:
-        super().__init__(Path("."), 8200, log.append)
+        super().__init__(Path("."), 8200, log.append, early=True)
         self.log = log
 
     @contextlib.contextmanager

@@ -285,9 +285,9 @@ class _Grid:
             self.progress.say(f"[red]{escape(str(e))}")
 
     def _start_early(self, following: list[Build]) -> Callable[[], None] | None:
-        """What the tail of a block's cells calls: start the next block's engines (one at a time only)."""
+        """What the tail of a block's cells calls: start the next block's engines (`early_engine_start`)."""
         engines = self.engines
-        if not isinstance(engines, Engines):
+        if not isinstance(engines, Engines) or not engines.early:
             return None
 
         def start() -> None:
@@ -403,7 +403,13 @@ def _session(
         engines = (
             cluster.engines(run_dir, manifests, console.print)
             if cluster
-            else Engines(run_dir, spec.engine_base_port, console.print, manifests=manifests)
+            else Engines(
+                run_dir,
+                spec.engine_base_port,
+                console.print,
+                manifests=manifests,
+                early=spec.early_engine_start,
+            )
         )
         with GridProgress(console, builds.names, bars=bars) as progress:
             grid = _Grid(spec, tasks, builds, store, engines, progress, result)

@@ -87,7 +87,7 @@ class Engines:
         resident: bool = True,
         reserve_gib: float = 4.0,
         manifests: Sequence[BuildManifest] = (),
-        early: bool = True,
+        early: bool = False,
         available: Callable[[], float] = available_gib,
     ) -> None:
         self.run_dir = run_dir

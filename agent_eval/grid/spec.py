@@ -91,6 +91,11 @@ class GridSpec(StrictModel):
         description="A Ray cluster to run phones and engines on: its address (host:6379, ray://host:10001) "
         "or `auto` (docs/cluster.md); default: this host.",
     )
+    early_engine_start: bool = Field(
+        False,
+        description="One build at a time: start the next build's engine while the current build's last cells "
+        "play (a phone idle), when memory leaves room. On 2 cores both engines share the CPU (docs/grid.md).",
+    )
     fidelity: bool | Literal["first"] = Field(
         False,
         description="true: probe each served build on the reference's steps after its phase-1 episodes; "
@@ -156,6 +161,7 @@ class GridSpec(StrictModel):
                 "engine_base_port",
                 "run_dir",
                 "cluster",
+                "early_engine_start",  # when an engine starts, not what is measured
             },
         )
 
