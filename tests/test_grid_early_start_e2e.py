@@ -1,7 +1,8 @@
 """`early_engine_start: true` on a real grid (two vLLM builds, one task, 3 seeds, 2 virtual phones) starts
 w8a8's engine while bf16's last cell plays on one phone and the other idles: engines/w8a8.json and the busy
 table show the start the grid did not wait for. Also prints how much of the phones' reset time the engine
-sat idle (the rest overlapped another phone's model calls)."""
+sat idle (the rest overlapped another phone's model calls). And `fidelity: first` on real engines: w8a8's
+early warning comes before its episodes, from the engine they then use."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import psutil
@@ -96,3 +98,48 @@ def test_the_next_build_s_engine_starts_while_the_last_cell_plays(tmp_path: Path
             f"the engine idled {row['idle_phone_reset_s']:.1f} s; last cells {row['idle_last_cells_s']:.1f} s"
         )
     assert _guards_of(harness.pid) == []  # nothing outlives the harness
+
+
+def test_fidelity_first_warns_before_the_episodes_on_the_engine_already_served(tmp_path: Path) -> None:
+    prepared_default_builds()
+    run_dir = tmp_path / "run"
+    grid = {
+        "tasks": [str(REPO / "tasks" / "wifi_on.yaml")],
+        "builds": ["bf16", "w8a8"],
+        "reference": "bf16",
+        "seeds": 2,
+        "devices": 2,
+        "max_steps": 4,
+        "adaptive": {"enabled": False},
+        "fidelity": "first",
+        "run_dir": str(run_dir),
+    }
+    (tmp_path / "grid.yaml").write_text(json.dumps(grid))
+    env = {**os.environ, "COLUMNS": "200", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [AGENT_EVAL, "run", str(tmp_path / "grid.yaml"), "--no-bars"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=2400,
+        env=env,
+        check=False,
+    )
+    text = result.stdout + result.stderr
+    assert result.returncode == 0, text[-4000:]
+    print(text[-5000:])
+    lines = text.splitlines()
+    said = next(
+        i for i, line in enumerate(lines) if "w8a8 not flagged" in line or "fidelity flags w8a8" in line
+    )
+    first_episode = next(i for i, line in enumerate(lines) if " w8a8 wifi_on seed " in line)
+    assert said < first_episode  # the warning comes before the build's episodes
+    assert text.count("starting the vllm-cpu engine for w8a8") == 1  # probed on the engine its episodes use
+
+    episodes = [EpisodeRecord.model_validate_json(line) for line in (run_dir / "episodes.jsonl").open()]
+    fidelity = json.loads((run_dir / "fidelity.json").read_text())
+    (warning,) = fidelity["early_warnings"]
+    assert warning["build"] == "w8a8" and warning["steps"] >= 2 and warning["probe_s"] > 0
+    warned = datetime.fromisoformat(warning["warned_at"])
+    assert warned < min(e.started_at for e in episodes if e.build == "w8a8")
+    assert "## Early warning (fidelity first)" in (run_dir / "scorecard.md").read_text()
