@@ -215,6 +215,12 @@ class EngineRecord(StrictModel):
     pinning: dict[str, Any] = Field(default_factory=dict)
     mode: str | None = None
     startup_s: float | None = None
+    start_waited_s: float | None = Field(
+        None,
+        description="Seconds a grid's block waited for this engine: its whole start (with the memory reading "
+        "and client after startup_s), or what was left of a start begun early, while the previous build's "
+        "last cells played; null: not served by a grid (or restarted since).",
+    )
     peak_rss_mb: float | None = Field(None, description="Peak RssAnon of the server's process tree, sampled.")
     settled_rss_mb: float | None = Field(None, description="RssAnon once loaded and idle.")
     decode_tok_s: float | None = Field(None, description="From the episodes' own requests.")

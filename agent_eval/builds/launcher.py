@@ -12,7 +12,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
@@ -76,6 +76,8 @@ class ServedBuild:
         self._peak_mb = 0.0
         self._settled_mb: float | None = None
         self._startup_s: float | None = None
+        self.start_waited_s: float | None = None  # set by a grid that started this engine early
+        self._cancelled = threading.Event()
         self.restarts = 0
         self.endpoint: Endpoint = (
             _placeholder(build) if build.kind.starts_server else build.kind.connect(build)
@@ -130,6 +132,8 @@ class ServedBuild:
         deadline = started + self.build.engine_args.startup_timeout_s
         with httpx.Client(timeout=5.0) as http:
             while True:
+                if self._cancelled.is_set():
+                    raise BuildError(f"build {self.build.name!r}: its engine's start was cancelled")
                 code = self._proc.poll()
                 if code is not None:
                     raise BuildError(
@@ -200,6 +204,10 @@ class ServedBuild:
                 f"not {self.endpoint.model!r}; fix the build's 'model'"
             )
 
+    def cancel(self) -> None:
+        """End a start under way in another thread: its wait for the server raises BuildError and stops it."""
+        self._cancelled.set()
+
     def alive(self) -> bool:
         if not self.build.kind.starts_server:
             try:
@@ -217,6 +225,7 @@ class ServedBuild:
                 f"giving up. Last lines of {self.log_path}:\n{log_tail(self.log_path)}"
             )
         self.restarts += 1
+        self.start_waited_s = None  # a restart is waited for in full
         self._stop_process()
         self.start()
         self.write_record()
@@ -248,6 +257,7 @@ class ServedBuild:
             pinning=launch.pinning if launch else {},
             mode=self.manifest.mode,
             startup_s=self._startup_s,
+            start_waited_s=self.start_waited_s,
             peak_rss_mb=round(peak, 1) if peak else None,
             settled_rss_mb=round(self._settled_mb, 1) if self._settled_mb is not None else None,
             decode_tok_s=_round(usage.decode_tok_s) if usage else None,
@@ -322,15 +332,23 @@ def _sigterm_as_exit() -> Iterator[None]:
 
 @contextmanager
 def serve(
-    build: Build, run_dir: Path, *, port: int | None = None, manifest: BuildManifest | None = None
+    build: Build,
+    run_dir: Path,
+    *,
+    port: int | None = None,
+    manifest: BuildManifest | None = None,
+    on_created: Callable[[ServedBuild], None] | None = None,
 ) -> Iterator[ServedBuild]:
     """Serve `build` for the duration of the `with` block; the engine is stopped however the block ends.
 
     `manifest`: the build's manifest as the run already made it (host checked, weights hashed); None: make
-    it here. Raises BuildError naming the build when its weights are missing or changed, it cannot run on
+    it here. `on_created` gets the ServedBuild before its start (a grid starting it early may cancel it).
+    Raises BuildError naming the build when its weights are missing or changed, it cannot run on
     this host, or its server exits or does not answer in time (quoting the server log's last lines).
     """
     served = ServedBuild(build, Path(run_dir), manifest or _manifest(build), port)
+    if on_created is not None:
+        on_created(served)
     with _sigterm_as_exit():
         try:
             served.start()

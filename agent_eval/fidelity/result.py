@@ -9,6 +9,7 @@ against itself the reference's KL is 0 by construction, so "KL > 0" would flag a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -84,6 +85,18 @@ class DisagreementStep(StepPlace):
     agrees: dict[str, bool | None]
 
 
+class EarlyWarning(BaseModel):
+    """`fidelity: first` in a grid: a build probed before its episodes, and whether the probes flagged it."""
+
+    build: str
+    flagged: bool = Field(description="Some tested metric is WORSE (Holm over this build's tested metrics).")
+    worse: list[str] = Field(default_factory=list, description="The tested metrics found WORSE.")
+    steps: int = Field(description="Recorded steps of the reference probed on the build.")
+    episodes: int = Field(description="Reference episodes those steps come from.")
+    probe_s: float = Field(description="Wall seconds of the probes: fidelity's time to flag, steps on disk.")
+    warned_at: datetime = Field(description="When the warning was said, before the build's episodes began.")
+
+
 class FidelityResult(BaseModel):
     run_id: str
     reference: str
@@ -95,6 +108,9 @@ class FidelityResult(BaseModel):
     builds: list[BuildFidelity]
     most_disagreeing: list[DisagreementStep] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    early_warnings: list[EarlyWarning] = Field(
+        default_factory=list, description="`fidelity: first`: each build's verdict before its episodes."
+    )
 
 
 # The tested metrics and the direction that is harmful (+1: higher is worse, −1: lower is worse).
@@ -104,6 +120,9 @@ _TESTED: dict[str, int] = {
     "p_done_goal_held": -1,
     "p_done_goal_not_held": 1,
 }
+
+
+TESTED_METRICS = tuple(_TESTED)
 
 
 def _key(p: StepProbe) -> Key:

@@ -24,6 +24,7 @@ from agent_eval.fidelity.probe import BuildProber, Span, StepProbe
 from agent_eval.fidelity.result import (
     BuildFidelity,
     DisagreementStep,
+    EarlyWarning,
     FidelityResult,
     StepPlace,
     build_fidelity,
@@ -114,6 +115,7 @@ def assemble(
     skipped: dict[str, int],
     requests: dict[str, object],
     speed: dict[str, float],
+    early_warnings: Sequence[EarlyWarning] = (),
 ) -> FidelityResult:
     """fidelity.json from the probe files of `builds` (the reference among them); written and returned."""
     probes = {b: read_probes(run_dir, b) for b in builds}
@@ -140,6 +142,7 @@ def assemble(
             "KL is a lower bound: tokens outside either build's top-k share one 'other' bucket.",
             "P(done) sums the top-k tokens that spell done, without the structured-output mask.",
         ],
+        early_warnings=list(early_warnings),
     )
     write_fidelity(run_dir, out)
     return out

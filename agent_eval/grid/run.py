@@ -9,7 +9,7 @@ import contextlib
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +19,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from agent_eval.builds import BuildSet, prepare
+from agent_eval.builds import Build, BuildSet, prepare
 from agent_eval.builds.bandwidth import measure_once
 from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import BuildError, ConfigError, InfraError, RunStoreError
@@ -251,23 +251,50 @@ class _Grid:
             b for b in self.builds.builds if any(c.build == b.name and c.key not in finished for c in cells)
         ]
         groups = [pending] if self.spec.serving == "side-by-side" and pending else [[b] for b in pending]
-        for group in groups:
-            if not self.devices:
-                return
-            names = {b.name for b in group}
-            mine = [c for c in cells if c.build in names]
-            try:
-                with self.engines.serving(group) as agents:
-                    summary = self._run_cells(mine, agents)
-                    if not summary.complete and self.devices and self._revived():
-                        summary = self._run_cells(mine, self.engines.agents())
-                    if self.fidelity is not None and self.progress.phase == 1:
-                        self.fidelity.probe(group, self.engines.endpoints())
-                    self.result.unfinished(summary)
-            except BuildError as e:  # this build's engine would not start: the others still run
-                self.result.engine_errors.append(str(e))
-                self.result.not_run += [c for c in mine if c.key not in finished]
-                self.progress.say(f"[red]{escape(str(e))}")
+        try:
+            for index, group in enumerate(groups):
+                if not self.devices:
+                    return
+                following = groups[index + 1] if index + 1 < len(groups) else []
+                self._play_group(group, [c for c in cells if c.build in {b.name for b in group}], following)
+        finally:
+            if isinstance(self.engines, Engines):
+                self.engines.drop_early()  # started for a block that will not run
+
+    def _play_group(self, group: list[Build], mine: list[Cell], following: list[Build]) -> None:
+        """One block: serve its engines, probe first (fidelity: first), play its cells, probe after."""
+        phase_one = self.fidelity is not None and self.progress.phase == 1
+        first = phase_one and self.spec.fidelity == "first"
+        # Probes after the cells (the reference's, or every build's with `fidelity: true`) would share the
+        # CPU with an engine started early: that block does not start the next one early.
+        probes_after = phase_one and (not first or any(b.name == self.builds.reference for b in group))
+        try:
+            with self.engines.serving(group) as agents:
+                if first and self.fidelity is not None:
+                    self.fidelity.warn_early(group, self.engines.endpoints())
+                tail = self._start_early(following) if following and not probes_after else None
+                summary = self._run_cells(mine, agents, tail)
+                if not summary.complete and self.devices and self._revived():
+                    summary = self._run_cells(mine, self.engines.agents(), tail)
+                if phase_one and self.fidelity is not None:
+                    self.fidelity.probe(group, self.engines.endpoints(), reference_only=first)
+                self.result.unfinished(summary)
+        except BuildError as e:  # this build's engine would not start: the others still run
+            self.result.engine_errors.append(str(e))
+            self.result.not_run += [c for c in mine if c.key not in self.store.finished()]
+            self.progress.say(f"[red]{escape(str(e))}")
+
+    def _start_early(self, following: list[Build]) -> Callable[[], None] | None:
+        """What the tail of a block's cells calls: start the next block's engines (`early_engine_start`)."""
+        engines = self.engines
+        if not isinstance(engines, Engines) or not engines.early:
+            return None
+
+        def start() -> None:
+            for build in following:
+                engines.start_early(build)
+
+        return start
 
     def _revived(self) -> bool:
         try:
@@ -283,7 +310,9 @@ class _Grid:
             # Thumbnails now (ms per step, beside seconds of model time) keep writing the report fast.
             episode_thumbnails(self.store.run_dir, self.store.run_dir / record.episode_dir)
 
-    def _run_cells(self, cells: Sequence[Cell], agents: Any) -> RunSummary:
+    def _run_cells(
+        self, cells: Sequence[Cell], agents: Any, on_tail: Callable[[], None] | None = None
+    ) -> RunSummary:
         summary = run_cells(
             cells,
             self.devices,
@@ -291,6 +320,7 @@ class _Grid:
             self.store,
             max_attempts=self.spec.max_attempts,
             on_episode=self._finished,
+            on_tail=on_tail,
         )
         self.result.add(summary)
         self.devices = [d for d in self.devices if d.serial not in summary.retired_devices]
@@ -373,7 +403,13 @@ def _session(
         engines = (
             cluster.engines(run_dir, manifests, console.print)
             if cluster
-            else Engines(run_dir, spec.engine_base_port, console.print, manifests=manifests)
+            else Engines(
+                run_dir,
+                spec.engine_base_port,
+                console.print,
+                manifests=manifests,
+                early=spec.early_engine_start,
+            )
         )
         with GridProgress(console, builds.names, bars=bars) as progress:
             grid = _Grid(spec, tasks, builds, store, engines, progress, result)

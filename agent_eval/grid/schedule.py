@@ -6,6 +6,7 @@ Engines are served one build at a time or side by side; each build's tok/s add u
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.host import port_is_free
 from agent_eval.device.backend import DeviceRequest, EpisodeDevice, device_backend
 from agent_eval.errors import ConfigError
+from agent_eval.grid.prestart import EarlyStart, room_to_start_early
 from agent_eval.grid.spec import GridSpec
 from agent_eval.records import BuildManifest
 from agent_eval.runner.loop import BuildAgent
@@ -71,8 +73,9 @@ class Engines:
     """Serves builds for a grid and keeps each build's usage across servings; `serving()` starts them.
 
     With `resident`, an engine stays up (idle) after its block while the host keeps `reserve_gib` free, so
-    the next phase's top-up reuses it instead of starting it again (~40-70 s on 2 cores); `close()` stops
-    what is left at the end of the session.
+    the next phase's top-up reuses it instead of starting it again (~40-70 s on 2 cores). With `early`,
+    `start_early(build)` starts the next block's engine while the current block's last cells play, when
+    memory leaves room (grid/prestart.py); `serving()` takes it over. `close()` stops what is left.
     """
 
     def __init__(
@@ -84,17 +87,22 @@ class Engines:
         resident: bool = True,
         reserve_gib: float = 4.0,
         manifests: Sequence[BuildManifest] = (),
+        early: bool = False,
+        available: Callable[[], float] = available_gib,
     ) -> None:
         self.run_dir = run_dir
         self.base_port = base_port
         self.say = say
         self.resident = resident
         self.reserve_gib = reserve_gib
+        self.early = early
+        self.available = available  # MemAvailable in GiB (a fake in tests)
         # Made once per run (host checked, weights hashed); each serving reuses them.
         self.manifests = {m.name: m for m in manifests}
         self.usage: dict[str, Usage] = {}
         self.live: dict[str, ServedAgent] = {}
         self._held: dict[str, contextlib.ExitStack] = {}
+        self._early: dict[str, EarlyStart[ServedAgent]] = {}
 
     def endpoints(self) -> dict[str, Endpoint]:
         """Where each build being served answers, by build name."""
@@ -112,22 +120,31 @@ class Engines:
             "set engine_base_port in the grid file"
         )
 
-    def _start(self, build: Build) -> None:
+    def _open(
+        self, build: Build, on_created: Callable[[ServedBuild], None] | None = None
+    ) -> tuple[ServedAgent, contextlib.ExitStack]:
+        """Start the build's engine and its client; the stack stops them (recording usage) when closed."""
         stack = contextlib.ExitStack()
         try:
-            if build.kind.starts_server:
-                self.say(f"starting the {build.engine} engine for {build.name} ...")
             manifest, port = self.manifests.get(build.name), self._port(build)
-            served = stack.enter_context(serve(build, self.run_dir, port=port, manifest=manifest))
+            served = stack.enter_context(
+                serve(build, self.run_dir, port=port, manifest=manifest, on_created=on_created)
+            )
             client = stack.enter_context(ChatClient(served.endpoint))
-            self.live[build.name] = ServedAgent(served, client, _agent(build.name, client, served))
-            stack.callback(self._retire, build.name)
+            live = ServedAgent(served, client, _agent(build.name, client, served))
+            stack.callback(self._retire, build.name, live)
         except BaseException:
             stack.close()
             raise
-        self._held[build.name] = stack
+        return live, stack
+
+    def _start(self, build: Build) -> None:
         if build.kind.starts_server:
-            self.say(f"{build.name} answers at {served.endpoint.base_url}")
+            self.say(f"starting the {build.engine} engine for {build.name} ...")
+        live, stack = self._open(build)
+        self.live[build.name], self._held[build.name] = live, stack
+        if build.kind.starts_server:
+            self.say(f"{build.name} answers at {live.served.endpoint.base_url}")
 
     def _stop(self, name: str) -> None:
         stack = self._held.pop(name, None)
@@ -140,25 +157,79 @@ class Engines:
         they may stay resident. Usage and tok/s are recorded when an engine stops."""
         try:
             for build in builds:
-                if build.name in self.live and self.live[build.name].served.alive():
-                    self.say(f"{build.name}: its engine is still up, reused")
-                    continue
-                self._stop(build.name)
-                self._start(build)
+                began = time.monotonic()
+                if not self._take_early(build):
+                    if build.name in self.live and self.live[build.name].served.alive():
+                        self.say(f"{build.name}: its engine is still up, reused")
+                        continue
+                    self._stop(build.name)
+                    self._start(build)
+                # What this block waited for its engine (engines/<build>.json, the busy table): a whole start,
+                # or what was left of one begun early.
+                served = self.live[build.name].served
+                served.start_waited_s = round(time.monotonic() - began, 2)
+                served.write_record()
             yield {name: s.agent for name, s in self.live.items()}
         finally:
             for build in builds:
-                if not (self.resident and available_gib() >= self.reserve_gib):
+                if not (self.resident and self.available() >= self.reserve_gib):
                     self._stop(build.name)
 
     def close(self) -> None:
-        """Stop every engine still up (the resident ones), recording their usage."""
+        """Stop every engine still up (the resident ones, and any started early), recording their usage."""
+        self.drop_early()
         for name in list(self._held):
             self._stop(name)
 
-    def _retire(self, name: str) -> None:
+    def start_early(self, build: Build) -> None:
+        """Start `build`'s engine on a thread now, when memory leaves room for it beside the engines up;
+        never raises (it runs in an episode worker), what it did is said."""
+        name = build.name
+        if not self.early or name in self._early or (name in self.live and self.live[name].served.alive()):
+            return
+        try:
+            room, why = room_to_start_early(build, self.run_dir, self.reserve_gib, self.available)
+            if not room:
+                self.say(f"[dim]{name}: not started early ({why})")
+                return
+            self.say(f"starting the {build.engine} engine for {name} early, beside the last cells ({why})")
+            self._early[name] = EarlyStart.begin(build, self._open)
+        except Exception as e:  # the usual start still runs when the block begins
+            self.say(f"[yellow]{name}: not started early: {e}")
+
+    def drop_early(self) -> None:
+        """Stop the engines started early that no block took (their build has nothing left to play)."""
+        for name, early in list(self._early.items()):
+            del self._early[name]
+            if early.opened is not None or early.thread is not None:
+                self.say(f"{name}: its engine started early is not needed; stopping it")
+            early.cancel()
+
+    def _take_early(self, build: Build) -> bool:
+        """Hand the engine started early for `build` to this block; False when there is none or it failed
+        or died (the block then starts it the usual way)."""
+        early = self._early.pop(build.name, None)
+        if early is None:
+            return False
+        opened, waited = early.take()
+        if opened is None:
+            problem = str(early.error).splitlines()[0] if early.error else "no engine"
+            self.say(f"[yellow]{build.name}: its early start failed ({problem}); starting it again")
+            return False
+        live, stack = opened
+        if not live.served.alive():
+            self.say(f"[yellow]{build.name}: its engine started early died; starting it again")
+            stack.close()
+            return False
+        self._stop(build.name)
+        self.live[build.name], self._held[build.name] = live, stack
+        self.say(f"{build.name}: its engine was started early; waited {waited:.0f} s for it")
+        return True
+
+    def _retire(self, name: str, live: ServedAgent) -> None:
         # Runs before the client closes and the engine stops, so the record still has the engine's numbers.
-        live = self.live.pop(name)
+        if self.live.get(name) is live:
+            del self.live[name]
         total = add_usage(self.usage.get(name, Usage()), live.client.usage())
         self.usage[name] = total
         live.served.write_record(total)

@@ -91,8 +91,15 @@ class GridSpec(StrictModel):
         description="A Ray cluster to run phones and engines on: its address (host:6379, ray://host:10001) "
         "or `auto` (docs/cluster.md); default: this host.",
     )
-    fidelity: bool = Field(
-        False, description="Probe each served build on the reference's steps after phase 1."
+    early_engine_start: bool = Field(
+        False,
+        description="One build at a time: start the next build's engine while the current build's last cells "
+        "play (a phone idle), when memory leaves room. On 2 cores both engines share the CPU (docs/grid.md).",
+    )
+    fidelity: bool | Literal["first"] = Field(
+        False,
+        description="true: probe each served build on the reference's steps after its phase-1 episodes; "
+        "first: before them, with an early warning for a build the probes flag (one engine at a time only).",
     )
     _base: Path = PrivateAttr(default_factory=Path.cwd)
 
@@ -116,6 +123,11 @@ class GridSpec(StrictModel):
     def _reference_is_run(self) -> GridSpec:
         if self.builds is not None and self.reference is not None and self.reference not in self.builds:
             raise ValueError(f"reference {self.reference!r} is not among builds {self.builds}")
+        if self.fidelity == "first" and self.serving == "side-by-side":
+            raise ValueError(
+                "fidelity: first probes each build before its episodes on the reference's recorded steps, "
+                "so the reference must play first: use serving: one-at-a-time, or fidelity: true"
+            )
         return self
 
     @property
@@ -149,6 +161,7 @@ class GridSpec(StrictModel):
                 "engine_base_port",
                 "run_dir",
                 "cluster",
+                "early_engine_start",  # when an engine starts, not what is measured
             },
         )
 

@@ -30,6 +30,7 @@ def busy_table(card: Scorecard) -> TextTable | None:
             number(r.idle_last_cells_s, 0),
             number(r.idle_other_s, 0),
             number(r.engine_start_s, 0),
+            number(r.engine_start_waited_s, 0),
         )
         for r in card.engine_busy
     )
@@ -45,5 +46,6 @@ def busy_table(card: Scorecard) -> TextTable | None:
         "idle: last cells s",
         "idle: other s",
         "engine start s",
+        "engine start waited s",
     )
     return TextTable("Engine busy (per build and phase)", headers, rows)

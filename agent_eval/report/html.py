@@ -15,6 +15,7 @@ from typing import Any
 
 from agent_eval.records import EpisodeRecord
 from agent_eval.report.builds_table import builds_table
+from agent_eval.report.early_warning_section import early_warning_html
 from agent_eval.report.family_section import families_html
 from agent_eval.report.fidelity_section import fidelity_html
 from agent_eval.report.ladder_plot import ladder_figures
@@ -211,6 +212,7 @@ def render_report(
         drill_down_table(card),
         "</details>",
         fidelity_html(run_dir, card.fidelity),
+        early_warning_html(card),
         "<h2>Trajectories</h2>",
         _matrix(episodes, builds),
         '<div class="nav"><button id="prev">← previous</button><button id="next">next →</button> '

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent_eval.report.busy_table import busy_table
+from agent_eval.report.early_warning_section import early_warning_markdown
 from agent_eval.report.family_section import ability_sentences, family_tables
 from agent_eval.report.ladder_tables import ladder_tables
 from agent_eval.report.recognition_section import recognition_table
@@ -264,6 +265,7 @@ def render_markdown(card: Scorecard) -> str:
         said = [f"Ladder: {card.ladder.sentence}", *ability_sentences(card)[:1], *said]
     if said:
         parts += ["## Verdicts", "", *(f"- {s}" for s in said), ""]
+    parts += early_warning_markdown(card)
     if card.notes:
         parts += ["## Notes", "", *(f"- {n}" for n in card.notes), ""]
     tables = [

@@ -140,13 +140,16 @@ def run_cells(
     give_up_after: int | None = 2,
     on_episode: EpisodeCallback | None = None,
     snapshot: str | None = "default_boot",
+    on_tail: Callable[[], None] | None = None,
 ) -> RunSummary:
     """Run every cell the store has not finished, one device (or seat) per worker, in the order given.
 
     Each attempt (infra errors included) is appended to the store as it ends and passed to `on_episode`.
     A cell gets up to `max_attempts` attempts in this call; after `give_up_after` cells in a row used up
     theirs (a dead endpoint, say), the run stops and leaves the rest for a rerun. A TaskError (a broken
-    task) stops the run and is raised.
+    task) stops the run and is raised. `on_tail` is called once, from a worker, when a device finds no cell
+    left while others still play: the tail, where the cells left are fewer than the devices (a grid starts
+    the next build's engine there).
     """
     if not devices:
         raise InfraError("no device to run episodes on")
@@ -154,6 +157,7 @@ def run_cells(
     if missing:
         raise ValueError(f"no agent for build(s) {', '.join(missing)}")
     session = _Session(agents, store, max_attempts, give_up_after, on_episode, snapshot)
+    session.on_tail = on_tail
     session.queue(cells)
     session.run([as_seat(d) for d in devices])
     return session.summary
@@ -182,6 +186,8 @@ class _Session:
         self.stop = threading.Event()
         self.failure: list[BaseException] = []
         self.failed_in_a_row = 0
+        self.on_tail: Callable[[], None] | None = None
+        self.tail_seen = False
         self.busy = (
             0  # workers playing a cell: a lost device requeues its cell, so an empty queue is not the end
         )
@@ -266,15 +272,19 @@ class _Session:
 
     def next_cell(self) -> Cell | None:
         while not self.stop.is_set():
+            tail = False
             with self.lock:
                 try:
                     cell = self.todo.get_nowait()
                 except queue.Empty:
                     if self.busy == 0:
                         return None
+                    tail, self.tail_seen = not self.tail_seen, True
                 else:
                     self.busy += 1
                     return cell
+            if tail and self.on_tail is not None:
+                self.on_tail()  # outside the lock: it may take a moment, the other workers go on
             time.sleep(0.05)
         return None
 

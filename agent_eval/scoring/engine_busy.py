@@ -50,6 +50,12 @@ class EngineBusy(StrictModel):
         description="The engine's start time (engines/<build>.json), in the phase it first played; it stays "
         "resident after when memory allows."
     )
+    engine_start_waited_s: float | None = Field(
+        None,
+        description="Seconds the grid waited for the engine before its first episode: its whole start (a "
+        "little more than engine_start_s), or less when the grid started it early, in the previous build's "
+        "last cells (docs/grid.md).",
+    )
 
 
 def seed_levels(run_dir: Path) -> tuple[int, list[int]]:
@@ -116,7 +122,11 @@ def _share(seconds: float, wall: float) -> float | None:
 
 
 def _row(
-    build: str, phase: int, episodes: Sequence[EpisodeRecord], steps_of: StepsOf, start: float | None
+    build: str,
+    phase: int,
+    episodes: Sequence[EpisodeRecord],
+    steps_of: StepsOf,
+    start: tuple[float | None, float | None],
 ) -> EngineBusy:
     wall = max(e.finished_at.timestamp() for e in episodes) - min(e.started_at.timestamp() for e in episodes)
     model = sum(e.latency.model_s for e in episodes)
@@ -133,7 +143,8 @@ def _row(
         idle_observe_s=parts["observe"] if parts else None,
         idle_last_cells_s=parts["last"] if parts else None,
         idle_other_s=parts["other"] if parts else None,
-        engine_start_s=start,
+        engine_start_s=start[0],
+        engine_start_waited_s=start[1],
     )
 
 
@@ -153,6 +164,9 @@ def engine_busy(
     for build, phase in sorted(groups, key=lambda key: (order.index(key[0]), key[1])):
         first = min(p for b, p in groups if b == build)
         record = engines.get(build)
-        start = record.startup_s if record is not None and phase == first else None
+        start: tuple[float | None, float | None] = (None, None)
+        if record is not None and phase == first:
+            waited = record.start_waited_s if record.start_waited_s is not None else record.startup_s
+            start = (record.startup_s, waited)
         rows.append(_row(build, phase, groups[(build, phase)], steps_of, start))
     return rows

@@ -38,6 +38,14 @@ class FidelityRow(StrictModel):
         description="Per tested metric: WORSE, BETTER or NO DIFFERENCE SHOWN (Holm)."
     )
     flagged: bool = Field(description="Some tested metric is WORSE than the reference's.")
+    early_warning: bool | None = Field(
+        None,
+        description="`fidelity: first`: whether the probes flagged the build before its episodes began "
+        "(Holm over its own metrics); null: not probed first.",
+    )
+    early_warning_s: float | None = Field(
+        None, description="Seconds those probes took: fidelity's time to flag with the steps on disk."
+    )
 
 
 def _mean(metric: dict[str, Any], part: str = "value", key: str = "mean") -> float | None:
@@ -46,7 +54,7 @@ def _mean(metric: dict[str, Any], part: str = "value", key: str = "mean") -> flo
     return float(value) if isinstance(value, int | float) else None
 
 
-def _row(b: dict[str, Any]) -> FidelityRow:
+def _row(b: dict[str, Any], early: dict[str, Any] | None = None) -> FidelityRow:
     tested = ("agreement", "answer_logprob", "p_done_goal_held", "p_done_goal_not_held")
     return FidelityRow(
         build=str(b["build"]),
@@ -63,6 +71,8 @@ def _row(b: dict[str, Any]) -> FidelityRow:
         p_done_goal_not_held=_mean(b["p_done_goal_not_held"]),
         verdicts={m: str(b[m]["verdict"]) for m in tested if b[m].get("verdict")},
         flagged=bool(b.get("flagged")),
+        early_warning=bool(early["flagged"]) if early else None,
+        early_warning_s=float(early["probe_s"]) if early else None,
     )
 
 
@@ -81,6 +91,7 @@ def read_fidelity_rows(run_dir: Path) -> list[FidelityRow] | None:
     if data is None:
         return None
     try:
-        return [_row(b) for b in data.get("builds", [])]
+        early = {str(w["build"]): w for w in data.get("early_warnings", [])}
+        return [_row(b, early.get(str(b["build"]))) for b in data.get("builds", [])]
     except (KeyError, TypeError, ValueError, ValidationError):
         return None

@@ -53,7 +53,7 @@ def log(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     @contextlib.contextmanager
     def serve(
-        build: Any, run_dir: Path, port: int | None = None, manifest: object = None
+        build: Any, run_dir: Path, port: int | None = None, manifest: object = None, on_created: Any = None
     ) -> Iterator[_Served]:
         events.append(f"start {build.name}")
         served = _Served(build.name, events)
@@ -80,9 +80,10 @@ def test_an_engine_stays_up_between_phases_and_is_stopped_at_the_end(log: list[s
         for name in ("bf16", "w8a8"):
             with engines.serving([builds.get(name)]) as agents:
                 assert str(agents[name]) == f"agent {name}"
-    assert log == ["start bf16", "start w8a8"]  # started once each, both still up
+    # Started once each (each start's wait recorded), both still up.
+    assert log == ["start bf16", "record bf16", "start w8a8", "record w8a8"]
     engines.close()
-    assert log[2:] == ["record bf16", "stop bf16", "record w8a8", "stop w8a8"] and not engines.live
+    assert log[4:] == ["record bf16", "stop bf16", "record w8a8", "stop w8a8"] and not engines.live
 
 
 def test_without_room_or_when_asked_each_engine_stops_after_its_block(log: list[str], tmp_path: Path) -> None:
@@ -95,7 +96,7 @@ def test_without_room_or_when_asked_each_engine_stops_after_its_block(log: list[
         for _ in range(2):
             with engines.serving([builds.get("bf16")]):
                 pass
-        assert log == ["start bf16", "record bf16", "stop bf16"] * 2
+        assert log == ["start bf16", "record bf16", "record bf16", "stop bf16"] * 2
 
 
 def test_a_dead_resident_engine_is_started_again(log: list[str], tmp_path: Path) -> None:
@@ -106,5 +107,5 @@ def test_a_dead_resident_engine_is_started_again(log: list[str], tmp_path: Path)
     engines.live["bf16"].served.up = False  # type: ignore[attr-defined]
     with engines.serving([builds.get("bf16")]):
         pass
-    assert log == ["start bf16", "record bf16", "stop bf16", "start bf16"]
+    assert [e for e in log if not e.startswith("record")] == ["start bf16", "stop bf16", "start bf16"]
     engines.close()

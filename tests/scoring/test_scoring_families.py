@@ -234,7 +234,8 @@ def test_a_ladder_that_nothing_breaks_says_the_data_do_not_say(tmp_path: Path) -
 
 def test_a_settings_only_run_keeps_its_scorecard_and_gains_only_the_ability_section(tmp_path: Path) -> None:
     """tests/data/settings_ladder_run holds scorecard.json and .md as the code before families wrote them
-    (commit 434793d) for this run: everything but the new sections is the same, byte for byte."""
+    (commit 434793d) for this run, but for one later change (the engine-busy table's `engine start waited s`,
+    the early engine start's): everything but the new sections is the same, byte for byte."""
     run_dir = tmp_path / "settings"
     settings_run(run_dir)
     card = score_run(run_dir)
@@ -243,6 +244,7 @@ def test_a_settings_only_run_keeps_its_scorecard_and_gains_only_the_ability_sect
     now = json.loads(card.model_dump_json())
     assert now.pop("families") == [] and now.pop("typing") == [] and now.pop("answers") == []
     assert now["ladder"].pop("abilities") is not None
+    assert all(row.pop("engine_start_waited_s") is None for row in now["engine_busy"])
     assert now == json.loads((golden / "scorecard.json").read_text())
     assert card.ladder is not None and card.ladder.abilities is not None
     markdown = render_markdown(card)
@@ -266,6 +268,7 @@ def test_a_settings_only_run_keeps_its_scorecard_and_gains_only_the_ability_sect
     page = json.loads(embedded.group(1))
     assert page.pop("families") == [] and page.pop("typing") == [] and page.pop("answers") == []
     page["ladder"].pop("abilities")
+    assert all(row.pop("engine_start_waited_s") is None for row in page["engine_busy"])
     assert page == json.loads((golden / "scorecard.json").read_text())
 
 
