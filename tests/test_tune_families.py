@@ -120,7 +120,7 @@ def small_collection(tmp_path_factory: pytest.TempPathFactory, every_task: list[
     tasks = [t for t in training_tasks(every_task) if t.id in ids]
     held = held_out_goals(every_task)
     forbidden = frozenset(w for words in held.values() for w in words)
-    plans = plan_episodes(tasks, 6, forbidden=forbidden)
+    plans = plan_episodes(tasks, 4, forbidden=forbidden)
     request = DeviceRequest(count=1, phone_port=free_phone_port(5760))
     with device_backend().devices(request, print) as devices:
         run_plans(plans, {t.id: t for t in tasks}, devices, out, "compact", forbidden=forbidden)

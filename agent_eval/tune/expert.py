@@ -57,6 +57,9 @@ class Expert:
         self.rng = rng
         self.detour_rate = detour_rate
         self.detour_kinds = tuple(detour_kinds)
+        if instance.start.intent is not None or instance.start.activity is not None:
+            # Started on a page the script has no path to: a detour that leaves it cannot be undone.
+            self.detour_kinds = tuple(k for k in detour_kinds if k in _STAYING_DETOURS) or ("scroll",)
         script = [s for s in instance.oracle if s.type not in _ENDINGS]
         self.script: list[OracleStep] = script
         # An answer task ends with its oracle's answer, said once the screen that shows it is on screen.
@@ -142,6 +145,8 @@ class Expert:
 
     def _find_place(self, obs: Observation) -> int | None:
         """The furthest script step (up to the furthest reached) that can be taken on this screen."""
+        if not self.script:
+            return 0  # nothing to do but the last word (a goal that holds on the start screen)
         for j in range(min(self.reached, len(self.script) - 1), -1, -1):
             step = self.script[j]
             # A step is taken up again only on the screen it was taken on, or, never taken, the screen the
@@ -149,13 +154,14 @@ class Expert:
             # long-press menu is the list's; a folder chooser lists the names of the folders at the root).
             seen = self.taken_on.get(j) or (self.landed_on.get(j - 1) if j > 0 else None)
             if step.until is not None:
-                nxt = self.script[j + 1] if j + 1 < len(self.script) else None
-                if nxt is not None and nxt.text is not None and visible_text(obs, nxt.text):
-                    return j + 1
-                if seen == obs.activity and any(e.scrollable for e in obs.elements):
+                if visible_text(obs, step.until):
+                    return j + 1  # what it scrolls to is in view
+                if seen in (None, obs.activity) and any(e.scrollable for e in obs.elements):
                     self.scroll_repeats = 0
                     return j  # the list it scrolls, its target not yet in view
                 continue
+            if step.type is ActionType.SWIPE:
+                return j  # the shade comes down from any screen (a detour's back put it away)
             if _anchors(step, obs) and seen in (None, obs.activity):
                 if j in self.taken_on and _toggles(step, obs):
                     continue  # a switch already tapped: tapping it again would undo it
@@ -190,10 +196,14 @@ class Expert:
             return Action(type=ActionType.OPEN_APP, app=self.rng.choice(OTHER_APPS))
         if kind == SHADE_DETOUR:
             return Action(type=ActionType.SWIPE, direction="down")
+        if "back" not in self.detour_kinds:  # a page that must not be left: stay on it
+            shade = SHADE_DETOUR in self.detour_kinds
+            return Action(type=ActionType.SWIPE if shade else ActionType.SCROLL, direction="down")
         return Action(type=ActionType.KEY, key="back")
 
 
 _ENDINGS = frozenset({ActionType.DONE, ActionType.ANSWER})
+_STAYING_DETOURS = frozenset({"scroll", SHADE_DETOUR})  # back (or home) brings the same page back
 _NO_ANCHOR = frozenset({ActionType.OPEN_APP, ActionType.KEY, ActionType.SWIPE, ActionType.WAIT})
 
 
