@@ -13,7 +13,7 @@ from scripted_endpoint import ScriptedEndpoint, tap
 from agent_eval.action import ActionType
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import StepContext
-from agent_eval.builds.client import ChatClient
+from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.device.adb_backend import free_phone_port
 from agent_eval.device.backend import DeviceRequest, device_backend
@@ -35,7 +35,7 @@ from agent_eval.tune.expert import DETOUR_KINDS, SHADE_DETOUR
 from agent_eval.tune.families import family, tune_tasks
 from agent_eval.tune.wording import goal_variants, held_out_wordings, opposite_goal
 
-TASKS = Path(__file__).resolve().parents[1] / "tasks"
+TASKS = Path(__file__).resolve().parents[2] / "tasks"
 APP_FAMILIES = {"calendar", "clock", "contacts", "cross", "files", "markor", "messages"}
 # Training tasks of every app family, together covering each kind of step the expert must play.
 FAMILY_TASKS = {
