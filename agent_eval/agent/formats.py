@@ -6,6 +6,8 @@ prompt is byte for byte what that agent's LLM policy sends for the same screen a
 
 from __future__ import annotations
 
+from typing import Any
+
 from agent_eval.agent.llm import PromptFormat
 from agent_eval.agent.policy import StepContext
 from agent_eval.agent.prompt import Prompt
@@ -14,8 +16,10 @@ from agent_eval.agent.prompt import Prompt
 def step_prompt(
     context: StepContext, builder: PromptFormat, *, history_len: int = 4, with_image: bool = False
 ) -> Prompt:
-    """The prompt for one step: the last `history_len` steps of history (as `LLMPolicy.decide` cuts it)."""
+    """The prompt for one step: the last `history_len` steps of history (as `LLMPolicy.decide` cuts it), and
+    the answer action offered only when the task asks a question (as the policy offers it)."""
     history = context.history[-history_len:] if history_len > 0 else ()
+    asks: dict[str, Any] = {"answers": True} if context.answers else {}
     return builder(
         context.goal,
         context.observation,
@@ -23,4 +27,5 @@ def step_prompt(
         max_steps=context.max_steps,
         history=history,
         with_image=with_image,
+        **asks,
     )

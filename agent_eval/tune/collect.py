@@ -1,7 +1,8 @@
 """`tune collect`: demonstrations played on K virtual phones through the real episode loop.
 
 Each planned episode is one task instance (every parameter value, several seeds), played clean (`oracle`) or
-with detours (`recovery`), with its goal worded one of several ways. Finished episodes are appended to
+with detours (`recovery`), with its goal worded one of several ways (never a held-out wording); a successful
+single-switch episode adds its contrastive examples (`contrast`). Finished episodes are appended to
 `demonstrations.jsonl` as they end, so a stopped collection continues where it was; `dataset.jsonl` is written
 from them at the end, with `done` targets capped to their share.
 """
@@ -16,10 +17,11 @@ import random
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_eval.action import Action
 from agent_eval.agent import compact
 from agent_eval.agent.compact import answer_text
 from agent_eval.agent.formats import step_prompt
@@ -30,13 +32,16 @@ from agent_eval.device.backend import EpisodeDevice
 from agent_eval.records import Outcome
 from agent_eval.runner.episode import run_episode
 from agent_eval.task import Task
+from agent_eval.task.params import combinations
+from agent_eval.tune.contrast import CONTRAST, contrast_moves
 from agent_eval.tune.dataset import DatasetSummary, Example, write_dataset
 from agent_eval.tune.expert import DETOUR_KINDS, DemoPolicy, Expert
-from agent_eval.tune.wording import goal_variants
+from agent_eval.tune.wording import goal_variants, held_out_wordings
 
 EPISODES_FILE = "demonstrations.jsonl"
 HISTORY_LEN = 4
 DETOUR_RATE = 0.3
+ENDINGS = ("done", "answer")  # an episode's last word: taught only when the episode succeeded
 DONE_SHARE = 0.18  # at most this share of the examples are `done` targets
 PROMPT_FORMATS: dict[str, PromptFormat] = {"compact": compact.build_prompt}
 
@@ -55,14 +60,37 @@ def training_tasks(tasks: Sequence[Task]) -> list[Task]:
     return [t for t in tasks if t.split == "train" and t.oracle is not None]
 
 
-def plan_episodes(tasks: Sequence[Task], per_task: int, seed: int = 0) -> list[EpisodePlan]:
-    """Round-robin over tasks (a partial collection stays balanced); seeds cycle every parameter value."""
+def instance_goals(task: Task) -> list[str]:
+    """The goal of each of the task's instances (one per parameter combination)."""
+    return sorted({task.instantiate(k).goal for k in range(combinations(task.params))})
+
+
+def held_out_goals(tasks: Sequence[Task]) -> dict[str, list[str]]:
+    """Per task, the wordings the collection never uses: the held-out rewordings of a training task's goals;
+    every wording of a held-out task."""
+    out: dict[str, list[str]] = {}
+    for task in tasks:
+        goals = instance_goals(task)
+        if task.split == "held_out":
+            words = {w for g in goals for w in (*goal_variants(g), *held_out_wordings(g))}
+        else:
+            words = {w for g in goals for w in held_out_wordings(g)}
+        if words:
+            out[task.id] = sorted(words)
+    return out
+
+
+def plan_episodes(
+    tasks: Sequence[Task], per_task: int, seed: int = 0, forbidden: Collection[str] = frozenset()
+) -> list[EpisodePlan]:
+    """Round-robin over tasks (a partial collection stays balanced); seeds cycle every parameter value.
+    Half the goals are worded as the task words them, the others by a rewording not in `forbidden`."""
     rng = random.Random(seed)
     plans: list[EpisodePlan] = []
     for k in range(per_task):
         for task in sorted(tasks, key=lambda t: t.id):
             instance = task.instantiate(k)
-            variants = goal_variants(instance.goal)
+            variants = [v for v in goal_variants(instance.goal) if v not in forbidden] or [instance.goal]
             goal = variants[0] if rng.random() < 0.5 else rng.choice(variants)
             source = "oracle" if k % 3 == 0 else "recovery"
             plans.append(EpisodePlan(len(plans), task.id, k, source, goal, rng.randrange(2**31)))
@@ -80,47 +108,64 @@ def play(
     device: EpisodeDevice,
     prompt_format: str,
     detour_kinds: Sequence[str] = DETOUR_KINDS,
+    forbidden: Collection[str] = frozenset(),
+    detour_rate: float = DETOUR_RATE,
 ) -> dict[str, object]:
     """One demonstration episode; returns its line for demonstrations.jsonl (examples included)."""
     instance = dataclasses.replace(task.instantiate(plan.seed), goal=plan.goal)
-    rate = DETOUR_RATE if plan.source == "recovery" else 0.0
+    rate = detour_rate if plan.source == "recovery" else 0.0
     rng = random.Random(plan.rng_seed)
     expert = Expert(instance, device, rng, detour_rate=rate, detour_kinds=detour_kinds)
     policy = DemoPolicy(expert)
     with tempfile.TemporaryDirectory(prefix="tune-") as td:
         record = run_episode(device, instance, policy, build="demo", run_id="tune", episode_dir=Path(td))
-    examples: list[Example] = []
-    detoured = False
+    taught: list[tuple[StepContext, Action, bool, str]] = []
+    detoured, after_detour = False, []
     for context, move in policy.moves:
+        after_detour.append(detoured)
         if not move.target or move.action is None:
             detoured = detoured or (move.action is not None)
             continue
-        prompt = demo_prompt(context, prompt_format)
-        examples.append(
-            Example(
-                task_id=task.id,
-                seed=plan.seed,
-                episode=plan.index,
-                source=plan.source,
-                step=context.step,
-                goal=plan.goal,
-                prompt_format=prompt_format,
-                messages=prompt.recorded,
-                prompt_hash=prompt.hash,
-                answer=answer_text(move.action.model_dump(mode="json", exclude_none=True)),
-                action_type=move.action.type.value,
-                after_detour=detoured,
-            )
-        )
-    if record.outcome is not Outcome.SUCCESS:
+        taught.append((context, move.action, detoured, plan.source))
+    if record.outcome is Outcome.SUCCESS:
+        for k, context, action in contrast_moves(instance, plan.goal, policy.moves, forbidden):
+            taught.append((context, action, after_detour[k], CONTRAST))
+    else:
         # Only what came before the first detour is sure to be right.
-        examples = [ex for ex in examples if not ex.after_detour and ex.action_type != "done"]
+        taught = [t for t in taught if not t[2] and t[1].type.value not in ENDINGS]
+    examples = [_example(plan, task.id, c, a, d, src, prompt_format) for c, a, d, src in taught]
     return {
         "episode": plan.index,
         "outcome": record.outcome.value,
         "detours": expert.detours,
         "examples": [ex.model_dump(mode="json") for ex in examples],
     }
+
+
+def _example(
+    plan: EpisodePlan,
+    task_id: str,
+    context: StepContext,
+    action: Action,
+    after_detour: bool,
+    source: str,
+    prompt_format: str,
+) -> Example:
+    prompt = demo_prompt(context, prompt_format)
+    return Example(
+        task_id=task_id,
+        seed=plan.seed,
+        episode=plan.index,
+        source=source,
+        step=context.step,
+        goal=context.goal,
+        prompt_format=prompt_format,
+        messages=prompt.recorded,
+        prompt_hash=prompt.hash,
+        answer=answer_text(action.model_dump(mode="json", exclude_none=True)),
+        action_type=action.type.value,
+        after_detour=after_detour,
+    )
 
 
 def finished_episodes(out_dir: Path) -> dict[int, dict[str, object]]:
@@ -144,6 +189,7 @@ def run_plans(
     prompt_format: str,
     on_episode: Callable[[dict[str, object]], None] | None = None,
     detour_kinds: Sequence[str] = DETOUR_KINDS,
+    forbidden: Collection[str] = frozenset(),
 ) -> None:
     """Plays every plan not yet in demonstrations.jsonl, one worker thread per phone."""
     todo: queue.Queue[EpisodePlan] = queue.Queue()
@@ -160,9 +206,10 @@ def run_plans(
             except queue.Empty:
                 return
             try:
-                row = play(plan, tasks[plan.task_id], device, prompt_format, detour_kinds)
+                args = (tasks[plan.task_id], device, prompt_format, detour_kinds, forbidden)
+                row = play(plan, *args)
                 if row["outcome"] == Outcome.INFRA_ERROR.value:
-                    row = play(plan, tasks[plan.task_id], device, prompt_format, detour_kinds)
+                    row = play(plan, *args)
             except BaseException as e:  # surfaced in the main thread
                 errors.append(e)
                 return
@@ -183,15 +230,16 @@ def run_plans(
 
 
 def cap_done(examples: list[Example], share: float = DONE_SHARE) -> tuple[list[Example], int]:
-    """Drops `done` examples (a fixed pseudo-random choice, verify tasks' last) above `share` of the total."""
+    """Drops `done` examples above `share` of the total: a fixed pseudo-random choice, contrastive ones last
+    and those after a detour first."""
     done = [ex for ex in examples if ex.action_type == "done"]
     others = len(examples) - len(done)
     allowed = int(share * others / (1 - share))
     if len(done) <= allowed:
         return examples, 0
 
-    def key(ex: Example) -> tuple[int, str]:
-        return (ex.after_detour, hashlib.sha256(ex.prompt_hash.encode()).hexdigest())
+    def key(ex: Example) -> tuple[bool, bool, str]:
+        return (ex.source != CONTRAST, ex.after_detour, hashlib.sha256(ex.prompt_hash.encode()).hexdigest())
 
     keep = {id(ex) for ex in sorted(done, key=key)[:allowed]}
     kept = [ex for ex in examples if ex.action_type != "done" or id(ex) in keep]
@@ -199,8 +247,16 @@ def cap_done(examples: list[Example], share: float = DONE_SHARE) -> tuple[list[E
 
 
 def assemble(
-    out_dir: Path, plans: Sequence[EpisodePlan], seconds: float, phones: int, copies: int = 1
+    out_dir: Path,
+    plans: Sequence[EpisodePlan],
+    seconds: float,
+    phones: int,
+    copies: int = 1,
+    held_out: dict[str, list[str]] | None = None,
+    families: dict[str, str] | None = None,
 ) -> DatasetSummary:
+    """dataset.jsonl and its summary from the finished episodes of `plans`; `held_out` (task → wordings never
+    used) and `families` (task → family) are recorded in the summary."""
     rows = finished_episodes(out_dir)
     examples = [
         Example.model_validate(ex)
@@ -209,7 +265,7 @@ def assemble(
         for ex in rows[plan.index]["examples"]  # type: ignore[attr-defined]
     ]
     played = sum(1 for plan in plans if plan.index in rows)
-    steps = len(examples)
+    steps = sum(ex.source != CONTRAST for ex in examples)
     examples, dropped = cap_done(unique(examples, copies))
     return write_dataset(
         examples,
@@ -220,7 +276,27 @@ def assemble(
         phones=phones,
         played_episodes=played,
         played_steps=steps,
+        played_per_family=_per_family(plans, rows, families or {}),
+        per_family=dict(sorted(Counter((families or {}).get(ex.task_id, "?") for ex in examples).items())),
+        held_out_wordings=held_out or {},
     )
+
+
+def _per_family(
+    plans: Sequence[EpisodePlan], rows: dict[int, dict[str, object]], families: dict[str, str]
+) -> dict[str, dict[str, int]]:
+    """Per family: episodes played and succeeded, expert steps recorded and contrastive examples made."""
+    out: dict[str, Counter[str]] = {}
+    for plan in plans:
+        row = rows.get(plan.index)
+        if row is None:
+            continue
+        tally = out.setdefault(families.get(plan.task_id, "?"), Counter())
+        tally["episodes"] += 1
+        tally["succeeded"] += row["outcome"] == Outcome.SUCCESS.value
+        for ex in row["examples"]:  # type: ignore[attr-defined]
+            tally["contrast" if ex["source"] == CONTRAST else "steps"] += 1
+    return {name: dict(tally) for name, tally in sorted(out.items())}
 
 
 def unique(examples: list[Example], copies: int = 1) -> list[Example]:

@@ -2,7 +2,8 @@
 mix episodes played two ways in one dataset.
 
 A collection made before this file existed was played without shade detours (the option came later) and with
-seed 0, and is read as such: the model's defaults are that, not the command's.
+seed 0, and is read as such: the model's defaults are that, not the command's. Likewise a file without the
+later fields describes a Settings-only collection with the first wording rules and no contrastive examples.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from agent_eval.records import StrictModel
 from agent_eval.tune.expert import DETOUR_KINDS, SHADE_DETOUR
 
 SETTINGS_FILE = "collect.json"
+WORDINGS = 2  # the wording rules of tune/wording.py: 2 has each family's templates and held-out wordings
 
 
 class CollectSettings(StrictModel):
@@ -23,6 +25,15 @@ class CollectSettings(StrictModel):
     seed: int = Field(0, description="Seeds the plan: goal wordings, clean or detour, each episode's draws.")
     shade_detours: bool = Field(
         False, description="Detours may also pull the quick-settings shade down (and the expert back out)."
+    )
+
+    families: list[str] = Field(
+        default_factory=lambda: ["settings"],
+        description="The task families whose training tasks were played.",
+    )
+    wordings: int = Field(1, description="Version of the goal rewording rules (held-out wordings since 2).")
+    contrast: bool = Field(
+        False, description="Successful single-switch episodes add examples under the opposite goal."
     )
 
     @property

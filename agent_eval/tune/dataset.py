@@ -50,6 +50,14 @@ class DatasetSummary(BaseModel):
     played_episodes: int = 0
     played_steps: int = 0  # expert steps recorded, before duplicates and surplus `done` were dropped
     copies: int = Field(1, description="Identical (prompt, answer) examples kept up to this many times.")
+    per_family: dict[str, int] = Field(default_factory=dict, description="Examples per task family.")
+    played_per_family: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Per family: episodes played, succeeded, expert steps recorded."
+    )
+    held_out_wordings: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Per task, goal wordings never used in the data (evaluation may use them).",
+    )
 
 
 def write_dataset(examples: list[Example], out_dir: Path, **summary: Any) -> DatasetSummary:

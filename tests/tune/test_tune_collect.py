@@ -13,7 +13,14 @@ from agent_eval.device.adb_backend import free_phone_port
 from agent_eval.device.backend import DeviceRequest, device_backend
 from agent_eval.task import Task, load_tasks
 from agent_eval.task.params import combinations
-from agent_eval.tune.collect import DONE_SHARE, assemble, finished_episodes, plan_episodes, run_plans
+from agent_eval.tune.collect import (
+    DONE_SHARE,
+    assemble,
+    finished_episodes,
+    held_out_goals,
+    plan_episodes,
+    run_plans,
+)
 from agent_eval.tune.collect import training_tasks as train_split
 from agent_eval.tune.dataset import read_dataset
 from agent_eval.tune.wording import goal_variants
@@ -29,11 +36,13 @@ def oracle_path(task: Task, seed: int) -> list[str]:
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("tune-data")
-    tasks = train_split(load_tasks([TASKS]))
-    plans = plan_episodes(tasks, 3)  # seeds 0..2 of every training task: one clean, two with detours
+    everything = load_tasks([TASKS])
+    tasks = train_split(everything)
+    forbidden = frozenset(w for words in held_out_goals(everything).values() for w in words)
+    plans = plan_episodes(tasks, 3, forbidden=forbidden)  # seeds 0..2: one clean, two with detours
     request = DeviceRequest(count=1, phone_port=free_phone_port(5640))
     with device_backend().devices(request, print) as devices:
-        run_plans(plans, {t.id: t for t in tasks}, devices, out, "compact")
+        run_plans(plans, {t.id: t for t in tasks}, devices, out, "compact", forbidden=forbidden)
     assemble(out, plans, 0.0, 1)
     return out
 
@@ -67,5 +76,5 @@ def test_examples_are_sound_and_done_is_capped(collected: Path) -> None:
 
 def test_a_finished_collection_resumes_without_replaying(collected: Path) -> None:
     tasks = train_split(load_tasks([TASKS]))
-    plans = plan_episodes(tasks, 3)
+    plans = plan_episodes(tasks, 3)  # the same episodes whatever wordings are held out
     assert set(finished_episodes(collected)) == {p.index for p in plans}
