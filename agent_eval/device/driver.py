@@ -252,6 +252,8 @@ class Device:
         elif kind is ActionType.TYPE:
             if not action.text:
                 raise InvalidActionError("type needs the text to enter")
+            if (bad := gestures.untypable(action.text)) is not None:
+                raise InvalidActionError(f"type: `input text` has no key for {bad!r} (printable ASCII only)")
             if action.element is not None:
                 # Typing into a named field replaces what it holds, as the agent's "field := text" intends.
                 field = self._element(action.element, observation)

@@ -46,6 +46,13 @@ def long_press_command(x: int, y: int) -> str:
     return f"input swipe {x} {y} {x} {y} {LONG_PRESS_MS}"
 
 
+def untypable(text: str) -> str | None:
+    """The first character `input text` cannot type, if any: it types through the virtual keyboard's key map,
+    which has keys for printable ASCII, newline (Enter) and tab only; for anything else (é, an emoji) Android
+    fails on a null event array and types nothing, so the action is the agent's mistake, not the device's."""
+    return next((ch for ch in text if not (" " <= ch <= "~" or ch in "\n\t")), None)
+
+
 def text_command(text: str) -> str:
     """`input text` with spaces as %s (it splits on them otherwise) and the rest shell-quoted."""
     return "input text " + shlex.quote(text.replace(" ", "%s"))

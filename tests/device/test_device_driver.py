@@ -123,6 +123,9 @@ def test_invalid_actions_are_rejected_without_touching_the_device(phone: Device)
         Action(type=ActionType.TAP, x=5000, y=10),
         Action(type=ActionType.SCROLL),
         Action(type=ActionType.TYPE, element=0),
+        # `input text` has no key for these: Android would fail and type nothing (the agent's mistake).
+        Action(type=ActionType.TYPE, text="📡 Cursor (no end tag) on screen"),
+        Action(type=ActionType.TYPE, element=0, text="café"),
         Action(type=ActionType.KEY),
         Action(type=ActionType.OPEN_APP, app="Flux Capacitor"),
         Action(type=ActionType.OPEN_APP, app="com.example.missing"),

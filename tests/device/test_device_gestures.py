@@ -16,6 +16,13 @@ def test_text_escapes_spaces_as_percent_s_and_quotes_for_the_shell() -> None:
     assert len(words) == 3
 
 
+def test_only_printable_ascii_is_typable() -> None:
+    assert gestures.untypable("Pixel 8 (work) #2 ~ 'ok'") is None
+    assert gestures.untypable("café") == "é"
+    assert gestures.untypable("📡 Cursor") == "📡"
+    assert gestures.untypable("two\nlines\tand a tab") is None  # Enter and Tab have keys
+
+
 def test_keys_map_to_android_keycodes() -> None:
     assert gestures.key_command("back") == "input keyevent KEYCODE_BACK"
     assert gestures.key_command("home") == "input keyevent KEYCODE_HOME"
