@@ -161,3 +161,11 @@ def start_phone(ports: range, **options: Any) -> Any:
             except PhoneStartError:
                 continue
     raise RuntimeError(f"no free adb port pair in {ports}")
+
+
+def default_sigint() -> None:
+    """preexec_fn for a child a test interrupts with SIGINT: a suite started in the background (`cmd &` in
+    a non-interactive shell) passes SIGINT on as ignored, and Python then installs no handler for it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 from _chaos import REPO, OracleAgent, builds_file, episodes, oracle_tasks, read_faults, scored
+from _phones import default_sigint
 
 from virtual_phone import FaultConfig, start_fleet
 
@@ -53,6 +54,7 @@ def _start(grid: Path) -> subprocess.Popen[bytes]:
         env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from _phones import default_sigint
 from _synthetic import SyntheticRun, write_synthetic_run
 
 from agent_eval.errors import RunStoreError
@@ -98,6 +99,7 @@ def test_agent_eval_view_prints_the_address_and_serves_until_interrupted(run_dir
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     try:
         assert process.stdout is not None
