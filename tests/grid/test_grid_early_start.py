@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _null_client import NullChatClient
 
 from agent_eval.builds import load_builds
 from agent_eval.builds.chat_client import Usage
@@ -48,23 +49,6 @@ class _Served:
     def write_record(self, usage: Usage | None = None) -> None:
         self.records.append(self.start_waited_s)
         self.log.append(f"record {self.name}")
-
-
-class _Client:
-    def __init__(self, endpoint: Any) -> None:
-        pass
-
-    def __enter__(self) -> _Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def usage(self) -> Usage:
-        return Usage()
-
-    def close(self) -> None:
-        pass
 
 
 class _Fakes:
@@ -108,7 +92,7 @@ class _Fakes:
 def fakes(monkeypatch: pytest.MonkeyPatch) -> _Fakes:
     made = _Fakes()
     monkeypatch.setattr(schedule, "serve", made.serve)
-    monkeypatch.setattr(schedule, "ChatClient", _Client)
+    monkeypatch.setattr(schedule, "ChatClient", NullChatClient)
     monkeypatch.setattr(schedule, "_agent", lambda name, client, served: f"agent {name}")
     monkeypatch.setattr(schedule, "port_is_free", lambda port: True)
     return made

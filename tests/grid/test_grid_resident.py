@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _null_client import NullChatClient
 
 from agent_eval.builds import load_builds
 from agent_eval.builds.chat_client import Usage
@@ -30,23 +31,6 @@ class _Served:
         self.log.append(f"record {self.name}")
 
 
-class _Client:
-    def __init__(self, endpoint: Any) -> None:
-        pass
-
-    def __enter__(self) -> _Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def usage(self) -> Usage:
-        return Usage()
-
-    def close(self) -> None:
-        pass
-
-
 @pytest.fixture
 def log(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     events: list[str] = []
@@ -63,7 +47,7 @@ def log(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             events.append(f"stop {build.name}")
 
     monkeypatch.setattr(schedule, "serve", serve)
-    monkeypatch.setattr(schedule, "ChatClient", _Client)
+    monkeypatch.setattr(schedule, "ChatClient", NullChatClient)
     monkeypatch.setattr(schedule, "_agent", lambda name, client, served: f"agent {name}")
     monkeypatch.setattr(schedule, "port_is_free", lambda port: True)
     return events
