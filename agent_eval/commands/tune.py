@@ -134,12 +134,21 @@ def collect_command(
     _say_dataset(summary)
 
 
+def collect_rate(s: DatasetSummary) -> str:
+    """The collect's speed in the unit its target is set in (≤ 10 min per 2,000 expert steps on 2 cores)."""
+    if not s.played_steps:
+        return "no expert steps played"
+    per_2000 = s.collect_seconds / s.played_steps * 2000
+    return f"{per_2000:.0f} s per 2,000 expert steps ({s.played_steps} steps in {s.collect_seconds:.0f} s)"
+
+
 def _say_dataset(s: DatasetSummary) -> None:
     click.echo(
         f"dataset {s.hash[:12]}: {s.examples} examples ({s.played_steps} expert steps played in "
         f"{s.played_episodes} episodes, {s.collect_seconds:.0f} s on {s.phones} phones; duplicates and "
         f"{s.dropped_done} surplus done dropped)"
     )
+    click.echo(f"  collect: {collect_rate(s)}")
     click.echo("  per action: " + ", ".join(f"{k} {v}" for k, v in s.per_action.items()))
     click.echo("  per source: " + ", ".join(f"{k} {v}" for k, v in s.per_source.items()))
     click.echo("  per task:   " + ", ".join(f"{k} {v}" for k, v in s.per_task.items()))
@@ -160,6 +169,14 @@ def _say_dataset(s: DatasetSummary) -> None:
     default=3.25,
     show_default=True,
     help="Token budget in passes over the first epoch (fractions allowed); focused epochs are shorter.",
+)
+@click.option(
+    "--max-tokens",
+    default=2_300_000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Cap on the training tokens whatever --epochs gives (0: no cap); 2.3 M is ~55 min at the "
+    "~700 tok/s 2 cores give.",
 )
 @click.option("--rank", default=8, show_default=True, help="LoRA rank (8 → ~4.9 MB in bf16).")
 @click.option("--lr", "learning_rate", default=1.5e-3, show_default=True)
@@ -182,6 +199,7 @@ def train_command(
     ctx: click.Context,
     base: Path | None,
     epochs: float,
+    max_tokens: int,
     rank: int,
     learning_rate: float,
     threads: int,
@@ -200,6 +218,7 @@ def train_command(
         alpha=2 * rank,
         learning_rate=learning_rate,
         epochs=epochs,
+        max_tokens=max_tokens or None,
         seed=seed,
         threads=threads,
         task_floor=task_floor,
@@ -248,3 +267,8 @@ def ship_command(ctx: click.Context, base: Path | None, dest: Path | None) -> No
         collect=read_settings(work / "data").model_dump(mode="json"),
     )
     click.echo(f"shipped adapter {manifest.adapter_sha256[:12]} ({manifest.adapter_bytes / 2**20:.1f} MiB)")
+    rate = state.tokens / state.seconds if state.seconds else 0.0
+    click.echo(
+        f"  collect: {collect_rate(summary)}; train: {state.seconds / 60:.1f} min "
+        f"({state.tokens} tokens at {rate:.0f} tok/s, {state.step} steps)"
+    )

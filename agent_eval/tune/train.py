@@ -5,7 +5,8 @@ under bf16 autocast with peft's per-layer cast of the input to float32 turned of
 implementation. On ~200-token prompts on 2 cores this trains ~1.5x faster than float32 LoRA arithmetic under
 SDPA (bench/bench_train.py); the first losses agree to about 0.01.
 
-The length of a run is a token budget: `epochs` × the tokens of the first epoch; which examples each epoch
+The length of a run is a token budget: `epochs` × the tokens of the first epoch, capped at `max_tokens` when
+that is set (so a larger dataset does not make training longer than a user planned); which examples each epoch
 holds is focus.py's choice (all of them, or, with `focus_loss`, mostly those still answered wrong).
 Checkpoints (adapter, optimiser, step, loss curve, each example's last hardness, the epoch's batches) go to
 `<out>/checkpoint/` every few steps; a stopped run continues from the last one. The finished adapter is
@@ -38,6 +39,7 @@ class TrainConfig:
     learning_rate: float = 1e-3
     warmup_steps: int = 10
     epochs: float = 1.0
+    max_tokens: int | None = None  # cap on the run's training tokens, whatever `epochs` gives
     token_budget: int = 2048  # padded tokens per batch
     max_batch: int = 8
     max_length: int = 1024  # longer examples are left out (counted)
@@ -214,12 +216,13 @@ def train(
 
 
 def _budget_tokens(items: list[Encoded], tasks: list[str], state: TrainState, cfg: TrainConfig) -> int:
-    """`cfg.epochs` times the first epoch's tokens. Recomputed on every start, so that a finished run
-    continues when asked for more epochs."""
+    """`cfg.epochs` times the first epoch's tokens, at most `cfg.max_tokens`. Recomputed on every start, so
+    that a finished run continues when asked for more epochs or tokens."""
     first = epoch_examples(
         tasks, state.hardness, epoch=0, task_floor=cfg.task_floor, focus_loss=None, easy_share=1.0, seed=0
     )
-    return round(cfg.epochs * sum(len(items[i].input_ids) for i in first))
+    by_epochs = round(cfg.epochs * sum(len(items[i].input_ids) for i in first))
+    return by_epochs if cfg.max_tokens is None else min(by_epochs, cfg.max_tokens)
 
 
 def _optimizer_step(

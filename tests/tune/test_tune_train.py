@@ -77,3 +77,16 @@ def test_bf16_autocast_keeps_float32_weights_and_the_same_loss(attention: str) -
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for _, p in trainable)
     assert any(float(p.grad.abs().sum()) > 0 for n, p in trainable if "lora_A" in n)
     assert fast_loss == pytest.approx(reference_loss, rel=0.02)
+
+
+def test_the_token_cap_shortens_a_run_that_epochs_alone_would_make_longer() -> None:
+    from agent_eval.tune.batches import Encoded
+    from agent_eval.tune.train import TrainConfig, TrainState, _budget_tokens
+
+    items = [Encoded(input_ids=list(range(100)), labels=[IGNORE] * 100) for _ in range(10)]
+    tasks = ["a"] * 5 + ["b"] * 5
+    state = TrainState(hardness=[None] * 10)
+    assert _budget_tokens(items, tasks, state, TrainConfig(epochs=3.0)) == 3000
+    assert _budget_tokens(items, tasks, state, TrainConfig(epochs=3.0, max_tokens=1200)) == 1200
+    # A cap above what the epochs give changes nothing.
+    assert _budget_tokens(items, tasks, state, TrainConfig(epochs=3.0, max_tokens=10_000)) == 3000
