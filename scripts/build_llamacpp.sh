@@ -21,7 +21,7 @@ pip_q() { "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a director
 
 # 1. The Python package and its server (the ~16 min part the first time).
 if ! ls "$CACHE"/llama_cpp_python-*.whl >/dev/null 2>&1; then
-    echo "[setup] building llama-cpp-python $VERSION for this CPU (about 15 min on 2 cores, once per CPU kind)"
+    echo "[setup] building llama-cpp-python $VERSION for this CPU (4 to 13 min on 2 cores, once per CPU kind)"
     start=$(date +%s)
     CMAKE_ARGS="$CMAKE_OPTS" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) pip_q "$VENV/bin/pip" wheel -q --no-deps \
         --no-cache-dir --no-binary llama-cpp-python -w "$CACHE" "llama-cpp-python==$VERSION"
@@ -37,10 +37,16 @@ if [ ! -x "$CACHE/bin/llama-imatrix" ] || [ ! -x "$CACHE/bin/llama-quantize" ]; 
     pip_q "$VENV/bin/pip" download -q --no-deps --no-binary :all: -d "$tmp" "llama-cpp-python==$VERSION"
     tar xzf "$tmp"/llama_cpp_python-"$VERSION".tar.gz -C "$tmp"
     rm -rf "$SRC" && mkdir -p "$CACHE/src" && mv "$tmp/llama_cpp_python-$VERSION/vendor/llama.cpp" "$SRC"
+    # The compiler's warnings (thousands of lines) go to a log kept in the cache, shown only if the build fails.
+    log=$CACHE/tools-build.log
     # shellcheck disable=SC2086  # CMAKE_OPTS is a list of options
-    cmake -S "$SRC" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF $CMAKE_OPTS \
-        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
-    cmake --build "$tmp/build" -j "$(nproc)" --target llama-quantize llama-imatrix >/dev/null
+    if ! { cmake -S "$SRC" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF $CMAKE_OPTS \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF &&
+        cmake --build "$tmp/build" -j "$(nproc)" --target llama-quantize llama-imatrix; } >"$log" 2>&1; then
+        echo "[setup] building llama.cpp's tools failed; the end of $log:" >&2
+        tail -n 40 "$log" >&2
+        exit 1
+    fi
     mkdir -p "$CACHE/bin" && cp "$tmp/build/bin/llama-quantize" "$tmp/build/bin/llama-imatrix" "$CACHE/bin/"
     rm -rf "$tmp"
     echo "[setup] tools built in $(($(date +%s) - start)) s"
