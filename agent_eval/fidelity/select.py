@@ -1,10 +1,15 @@
-"""Which builds a fidelity session probes: the ones asked for that can answer prompt_logprobs here."""
+"""Which builds a fidelity session probes: the ones asked for that can answer prompt_logprobs here.
+
+By default (no builds named) a build that cannot run here, cannot score given tokens, or has no prepared
+weights is left out with the reason. A build named on the command line (and the reference) must have its
+weights: one that has none is refused before any engine starts, not after the others were probed."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from agent_eval.builds.spec import Build, BuildSet
+from agent_eval.errors import BuildError
 
 
 def can_probe(build: Build) -> bool:
@@ -29,5 +34,23 @@ def probe_builds(
         if why is not None and not names:
             say(f"skipping {build.name}: {why}")
             continue
+        missing = _weights_missing(build)
+        if missing is not None:
+            if names or build.name == reference:
+                hint = _prepare_hint(build)
+                raise BuildError(f"build {build.name!r}: weights missing at {missing}; {hint}")
+            say(f"skipping {build.name}: not prepared (no weights at {missing})")
+            continue
         kept.append(build)
     return kept
+
+
+def _weights_missing(build: Build) -> str | None:
+    path = build.resolved_path()
+    return str(path) if path is not None and not path.exists() else None
+
+
+def _prepare_hint(build: Build) -> str:
+    if build.prepare:
+        return f"run `agent-eval builds prepare --build {build.name}`"
+    return "put the weights there or fix model_path"

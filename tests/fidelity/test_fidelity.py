@@ -17,6 +17,7 @@ from agent_eval.action import Action, ActionType
 from agent_eval.agent import compact
 from agent_eval.agent.prompt import SYSTEM_PROMPT
 from agent_eval.builds.endpoint import Endpoint
+from agent_eval.builds.spec import BuildSet, parse_builds
 from agent_eval.errors import RunStoreError
 from agent_eval.fidelity.metrics import greedy_reproduces, kl_lower_bound, mean_kl, p_done, same_action
 from agent_eval.fidelity.probe import BuildProber, StepProbe
@@ -358,3 +359,33 @@ def test_a_tie_in_the_mask_goes_to_the_lower_token_id() -> None:
     assert rank_at(lower, -0.5, 1) == 2  # a tie with a lower id: greedy takes the other token
     assert rank_at(higher, -0.5, 1) == 1  # a tie with a higher id: greedy takes the forced one
     assert rank_at(higher, -0.4, 2) == 2  # more likely: ahead, whatever its id
+
+
+def _builds_with_one_unprepared(tmp_path: Path) -> BuildSet:
+
+    (tmp_path / "ref").mkdir()
+    common = {"scheme": "bf16", "engine": "vllm-cpu"}
+    return parse_builds(
+        [
+            {"name": "ref", "reference": True, "model_path": str(tmp_path / "ref"), **common},
+            {"name": "other", "model_path": str(tmp_path / "other"), **common},
+        ],
+        "test",
+    )
+
+
+def test_by_default_a_build_without_weights_is_left_out_with_the_reason(tmp_path: Path) -> None:
+    from agent_eval.fidelity.select import probe_builds
+
+    said: list[str] = []
+    chosen = probe_builds(_builds_with_one_unprepared(tmp_path), (), "ref", said.append)
+    assert [b.name for b in chosen] == ["ref"]
+    assert said == [f"skipping other: not prepared (no weights at {tmp_path / 'other'})"]
+
+
+def test_a_named_build_without_weights_is_refused_before_any_engine_starts(tmp_path: Path) -> None:
+    from agent_eval.errors import BuildError
+    from agent_eval.fidelity.select import probe_builds
+
+    with pytest.raises(BuildError, match=r"build 'other': weights missing at .*other; put the weights there"):
+        probe_builds(_builds_with_one_unprepared(tmp_path), ("other",), "ref", print)
