@@ -146,13 +146,21 @@ def test_sign_flip_p_enumerates_all_sign_assignments() -> None:
     assert sign_flip_p([0.1] * 10) is None
 
 
-def test_holm_and_bh_are_statsmodels_with_the_method_named() -> None:
+def test_holm_and_bh_give_statsmodels_values() -> None:
     p = [0.01, 0.04, 0.03, 0.20]
     assert holm(p) == pytest.approx(multipletests(p, alpha=0.05, method="holm")[1].tolist())
     assert holm(p) == pytest.approx([0.04, 0.09, 0.09, 0.20])
     assert benjamini_hochberg(p) == pytest.approx(multipletests(p, alpha=0.05, method="fdr_bh")[1].tolist())
     assert benjamini_hochberg(p) == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.20])
     assert holm([]) == []
+    # Random sets with ties, ones and tiny values: the same adjusted values as statsmodels, in input order.
+    rng = np.random.default_rng(0)
+    for size in (1, 2, 3, 7, 30):
+        for _ in range(50):
+            q = rng.choice([1e-6, 0.001, 0.01, 0.02, 0.05, 0.3, 1.0], size=size).tolist()
+            q = [x * rng.uniform(0.5, 1.0) if rng.random() < 0.5 else x for x in q]
+            assert holm(q) == pytest.approx(multipletests(q, method="holm")[1].tolist())
+            assert benjamini_hochberg(q) == pytest.approx(multipletests(q, method="fdr_bh")[1].tolist())
 
 
 def test_verdicts() -> None:
