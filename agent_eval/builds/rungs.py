@@ -83,6 +83,8 @@ def rung_label(method: str, bits: int | None, group: int | None, symmetric: bool
         return f"bf16 reference ({bits or '?'} bits)"
     if method == "gguf":
         return "shipped GGUF"
+    if method == "merge-adapter":
+        return "tuned: base + merged LoRA adapter"
     grid = f"int{bits} " + (f"g{group}" if group else "per-channel")
     grid += " sym" if symmetric else " asym"
     tail = " (rounded, bf16 speed)" if served == "bf16" else ""

@@ -322,3 +322,12 @@ def test_each_new_recipe_kind_is_served_and_answers(served_rung: ServedBuild) ->
         served = "own" if served_rung.build.name == "gptq-int4-g64-test" else "bf16"
         assert (rung.method, rung.bits, rung.served) == ("gptq", 4, served)
         assert rung.calibration_hash is not None and rung.calibration_hash.startswith("sha256:")
+
+
+def test_a_rung_label_says_what_the_rung_is_in_words() -> None:
+    from agent_eval.builds.rungs import rung_label
+
+    # The tuned reference is no integer grid ("intNone per-channel sym MERGE-ADAPTER" before).
+    assert rung_label("merge-adapter", None, None, True, "own") == "tuned: base + merged LoRA adapter"
+    assert rung_label("gptq", 4, 64, True, "own") == "int4 g64 sym GPTQ"
+    assert rung_label("rtn", 3, 64, True, "bf16") == "int3 g64 sym RTN (rounded, bf16 speed)"
