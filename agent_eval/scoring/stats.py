@@ -187,27 +187,27 @@ def holm(p_values: Sequence[float], alpha: float = ALPHA) -> list[float]:
     adjusted p-values; callers compare them with it."""
     # Computed here rather than by statsmodels' multipletests, which gives the same values but runs a full
     # garbage collection on every call (0.17 s): fidelity-power calls this thousands of times.
-    if not p_values:
-        return []
-    p = np.asarray(p_values, dtype=float)
-    order = np.argsort(p, kind="stable")
+    p, order = _sorted(p_values)
     m = len(p)
-    stepped = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
-    adjusted = np.empty(m)
-    adjusted[order] = stepped
-    return [float(x) for x in adjusted]
+    return _in_input_order(order, np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p)))
 
 
 def benjamini_hochberg(p_values: Sequence[float], alpha: float = ALPHA) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (false discovery rate, for exploratory drill-downs)."""
-    if not p_values:
-        return []
+    p, order = _sorted(p_values)
+    scaled = p * len(p) / np.arange(1, len(p) + 1)
+    return _in_input_order(order, np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1]))
+
+
+def _sorted(p_values: Sequence[float]) -> tuple[Any, Any]:
+    """The p-values in ascending order, and the order that sorts them (ties keep their input order)."""
     p = np.asarray(p_values, dtype=float)
     order = np.argsort(p, kind="stable")
-    m = len(p)
-    scaled = p[order] * m / np.arange(1, m + 1)
-    stepped = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
-    adjusted = np.empty(m)
+    return p[order], order
+
+
+def _in_input_order(order: Any, stepped: Any) -> list[float]:
+    adjusted = np.empty(len(order))
     adjusted[order] = stepped
     return [float(x) for x in adjusted]
 
