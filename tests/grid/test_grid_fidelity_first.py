@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _cpu import ENV as CPU_ENV
+from _cpu import HOSTS
 from rich.console import Console
 
 from agent_eval.errors import ConfigError
@@ -192,6 +194,9 @@ def _phase(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fidelity: bool | str, phase: int = 1
 ) -> list[str]:
     log: list[str] = []
+    # The block order is the same on every CPU; the build set is not (w4a16 needs AVX-512), so the decisions
+    # are made on a simulated AVX-512 flag set. No engine starts here.
+    monkeypatch.setenv(CPU_ENV, HOSTS["avx512"])
 
     def run_cells(cells: Sequence[Cell], devices: Any, agents: Any, store: Any, **kw: Any) -> RunSummary:
         log.append("cells " + ",".join(sorted({c.build for c in cells})))
