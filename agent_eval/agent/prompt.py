@@ -57,7 +57,7 @@ class Prompt:
 
 
 def action_schema() -> dict[str, Any]:
-    """JSON schema for one action: one alternative per action type, each with exactly the fields it needs.
+    """JSON schema for one action: one alternative per form of an action, each with exactly its fields.
 
     `type` comes first in every alternative so a constrained decoder commits to the action before its fields.
     """
@@ -72,12 +72,17 @@ def action_schema() -> dict[str, Any]:
         }
 
     element = {"type": "integer", "minimum": 0}
+    text = {"type": "string", "maxLength": 60}
     direction = {"type": "string", "enum": ["up", "down", "left", "right"]}
     return {
         "anyOf": [
             alt(ActionType.TAP, element=element),
             alt(ActionType.LONG_PRESS, element=element),
-            alt(ActionType.TYPE, element=element, text={"type": "string", "maxLength": 60}),
+            alt(ActionType.TYPE, element=element, text=text),  # the field := text
+            # Into the field that has focus (a picker's minutes after a tap): the driver types it as it is,
+            # and the tuning expert teaches it so. Without this alternative a constrained decoder forces an
+            # element the model was never taught to pick, and it copies the last typed one (the hour's).
+            alt(ActionType.TYPE, text=text),
             alt(ActionType.SCROLL, direction=direction),
             alt(ActionType.SWIPE, direction=direction),  # e.g. down from the top: the quick-settings shade
             alt(ActionType.KEY, key={"type": "string", "enum": ["back", "home", "enter"]}),
