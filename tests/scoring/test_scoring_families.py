@@ -13,7 +13,7 @@ from _family_runs import FakeRun, FakeTask, Played, settings_run, write_fake_run
 
 from agent_eval.action import Action, ActionType
 from agent_eval.errors import RunStoreError
-from agent_eval.grid.plan import resolve_tasks
+from agent_eval.grid.plan import resolve_builds, resolve_tasks
 from agent_eval.grid.spec import load_grid
 from agent_eval.records import StepRecord
 from agent_eval.report.family_section import ability_table
@@ -291,3 +291,12 @@ def test_the_mixed_ladder_grid_loads() -> None:
     assert any(t.answer is not None for t in tasks) and any("typed" in t.tags for t in tasks)
     assert all(t.split == "train" for t in tasks)
     assert spec.builds == load_grid(REPO / "grids" / "ladder.yaml").builds and spec.reference == "bf16"
+
+
+def test_the_gguf_mixed_ladder_grid_plays_the_same_tasks_on_llamacpp_rungs_only() -> None:
+    spec = load_grid(REPO / "grids" / "apps-ladder-gguf.yaml")
+    mixed = load_grid(REPO / "grids" / "apps-ladder.yaml")
+    assert [t.id for t in resolve_tasks(spec)] == [t.id for t in resolve_tasks(mixed)]
+    builds = resolve_builds(spec)
+    assert builds.reference == "gguf-bf16" and spec.seeds >= 10
+    assert {b.engine for b in builds.builds} == {"llama.cpp"} and len(builds.builds) == 5
