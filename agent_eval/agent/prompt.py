@@ -113,6 +113,17 @@ def with_answer(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "anyOf": [*alternatives, answer]}
 
 
+def schema_allows(schema: dict[str, Any], answer: dict[str, Any]) -> bool:
+    """Whether a constrained decoder could write `answer` under `schema`: one alternative takes its type, has
+    every field it holds and needs no field it lacks (the shapes `action_schema` makes)."""
+    for alt in schema.get("anyOf", [schema]):
+        props = alt.get("properties", {})
+        kinds = props.get("type", {}).get("enum", [])
+        if answer.get("type") in kinds and set(alt.get("required", [])) <= set(answer) <= set(props):
+            return True
+    return False
+
+
 def is_layout_only(e: Element) -> bool:
     """A node that says nothing and does nothing (a bare container): not worth the model's tokens."""
     return not (

@@ -6,7 +6,6 @@ import base64
 import dataclasses
 import hashlib
 import json
-from typing import Any
 
 from scripted_endpoint import ScriptedEndpoint, answer, tap
 
@@ -21,6 +20,7 @@ from agent_eval.agent.prompt import (
     build_prompt,
     element_line,
     element_lines,
+    schema_allows,
     with_answer,
 )
 from agent_eval.builds.chat_client import ChatClient
@@ -147,24 +147,15 @@ def test_the_schema_allows_every_action_type() -> None:
     assert with_answer(with_answer(action_schema())) == with_answer(action_schema())
 
 
-def _schema_allows(schema: dict[str, Any], answer: dict[str, Any]) -> bool:
-    """Whether one of the schema's alternatives takes `answer`: its type, every required field, no other."""
-    for alt in schema["anyOf"]:
-        props = alt["properties"]
-        if answer.get("type") in props["type"]["enum"] and set(alt["required"]) <= set(answer) <= set(props):
-            return True
-    return False
-
-
 def test_the_schema_allows_typing_into_the_focused_field_as_the_expert_teaches_it() -> None:
     # After a tap on a picker's minutes the expert types with no element (into the field that has focus). With
     # the element required, llama.cpp's grammar forced one the model was never taught: it copied the hour's,
     # and typed the minutes into the hour (clock and calendar tasks, 2026-12-03).
     schema = action_schema()
-    assert _schema_allows(schema, {"type": "type", "text": "30"})
-    assert _schema_allows(schema, {"type": "type", "element": 2, "text": "9"})
-    assert not _schema_allows(schema, {"type": "type", "element": 2})
-    assert not _schema_allows(schema, {"type": "tap"})
+    assert schema_allows(schema, {"type": "type", "text": "30"})
+    assert schema_allows(schema, {"type": "type", "element": 2, "text": "9"})
+    assert not schema_allows(schema, {"type": "type", "element": 2})
+    assert not schema_allows(schema, {"type": "tap"})
     parsed = parse_action(json.dumps({"type": "type", "text": "30"}))
     assert parsed.action is not None and parsed.action.element is None and parsed.action.text == "30"
 

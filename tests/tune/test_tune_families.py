@@ -13,6 +13,7 @@ from scripted_endpoint import ScriptedEndpoint, tap
 from agent_eval.action import ActionType
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import StepContext
+from agent_eval.agent.prompt import schema_allows, with_answer
 from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.device.adb_backend import free_phone_port
@@ -110,6 +111,12 @@ def test_the_expert_plays_each_app_family_with_detours(task_id: str, every_task:
         typed = [s.text for s in oracle if s.type is ActionType.TYPE]
         taught = [json.loads(ex["answer"]).get("text") for ex in examples]
         assert all(text in taught for text in typed), (typed, taught)
+        # Every taught answer is one the served agent can write under structured output (a picker's minutes
+        # typed into the focused field were masked until 2026-12-03, the swipe until 2026-12-01).
+        schema = get_agent("compact").schema()
+        schema = with_answer(schema) if task.answer is not None else schema
+        masked = [ex["answer"] for ex in examples if not schema_allows(schema, json.loads(ex["answer"]))]
+        assert not masked, masked
 
 
 @pytest.fixture(scope="module")
