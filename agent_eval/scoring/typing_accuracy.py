@@ -64,9 +64,11 @@ def typed_step_accuracies(
     steps: Sequence[StepRecord], fields: Sequence[TypedField], params: Mapping[str, str]
 ) -> list[float]:
     """One accuracy per `type` step of the episode, each against the intended text it is matched with:
-    the field it typed into (`_field_of`) when an intended field has that id (the first not yet typed, if
-    several); else the first intended field not yet typed, in the oracle's order; else (every field typed
-    already) the intended text nearest to what it typed. Empty when the task means nothing to be typed."""
+    the first intended field not yet typed, in the oracle's order, that could be the field it typed into
+    (`_field_of`): one with that id, or one whose oracle step names no field (it types into whatever has
+    focus, so any id may be it: a picker's minutes share the hour's id); else the field of that id again
+    (a retype); else the first intended field not yet typed; else (every field typed already) the
+    intended text nearest to what it typed. Empty when the task means nothing to be typed."""
     intended = [(f.field, fill(f.text, params)) for f in fields]
     if not intended:
         return []
@@ -79,8 +81,11 @@ def typed_step_accuracies(
         typed, field = action.text, _field_of(step)
         by_id = [i for i, (name, _) in enumerate(intended) if field and name == field]
         free = [i for i in range(len(intended)) if i not in claimed]
-        if by_id:
-            index = next((i for i in by_id if i not in claimed), by_id[0])
+        could_be = [i for i in free if field and intended[i][0] in (field, "")]
+        if could_be:
+            index = could_be[0]
+        elif by_id:
+            index = by_id[0]
         elif free:
             index = free[0]
         else:

@@ -113,6 +113,32 @@ def test_typed_steps_match_their_field_by_id_then_by_order() -> None:
     # A third text once both fields are typed: compared with the nearest intended text (the name, retyped).
     again = [*by_order, _typed(3, "Chris Parks", None, [])]
     assert typed_step_accuracies(again, fields, params)[-1] == pytest.approx(0.9)
+    # A time picker: the hour named by its id, the minutes typed into whatever has focus, which has the
+    # hour's id. The minutes are compared with the minutes, not with the hour again (0.67 before 2026-12-03).
+    picker = [("numberpicker_input", "{t.h}"), ("", "{t.mm}"), ("label", "{label}")]
+    picker_fields = [TypedField(field=f, text=t) for f, t in picker]
+    clock = {"t.h": "7", "t.mm": "15", "label": "Swim"}
+    spinners = [
+        _typed(1, "7", 2, [], "numberpicker_input"),
+        _typed(2, "15", None, [], "numberpicker_input"),
+        _typed(3, "Swim", 5, [], "label"),
+    ]
+    assert typed_step_accuracies(spinners, picker_fields, clock) == pytest.approx([1.0, 1.0, 1.0])
+    # The hour typed again into the hour's field takes the minutes' place, and is wrong there.
+    hour_again = [spinners[0], _typed(2, "7", 2, [], "numberpicker_input"), spinners[2]]
+    assert typed_step_accuracies(hour_again, picker_fields, clock) == pytest.approx([1.0, 0.0, 1.0])
+    # A date picker before the time picker: the day and the minutes typed into the focused spinner, every
+    # spinner with the same id; each text meets its own intended field in the oracle's order.
+    event = [("title", "{title}"), ("", "{w.day}"), ("numberpicker_input", "{w.h}"), ("", "{w.mm}")]
+    event_fields = [TypedField(field=f, text=t) for f, t in event]
+    when = {"title": "Haircut", "w.day": "14", "w.h": "9", "w.mm": "30"}
+    typed_event = [
+        _typed(1, "Haircut", 3, [], "title"),
+        _typed(2, "14", None, [], "numberpicker_input"),
+        _typed(3, "9", 2, [], "numberpicker_input"),
+        _typed(4, "30", None, [], "numberpicker_input"),
+    ]
+    assert typed_step_accuracies(typed_event, event_fields, when) == pytest.approx([1.0] * 4)
     # A tap, an invalid answer and a task that types nothing give no typing step.
     other = [StepRecord(step=1, action=Action(type=ActionType.TAP, element=3)), StepRecord(step=2)]
     assert typed_step_accuracies(other, fields, params) == []
