@@ -14,16 +14,23 @@ from pathlib import Path
 import click
 
 from agent_eval.device.backend import DeviceRequest, EpisodeDevice, device_backend
+from agent_eval.errors import ConfigError
 from agent_eval.runner.validate import TaskCheck, validate_tasks
 from agent_eval.task import load_tasks
 
 
 @contextlib.contextmanager
-def _device_for(serial: str | None, virtual: bool, phone_port: int) -> Iterator[EpisodeDevice]:
-    """The device to validate on: the one named, else a connected one, else a virtual phone started here."""
-    request = DeviceRequest(serials=(serial,) if serial else (), phone_port=phone_port, started_only=virtual)
+def _devices_for(
+    serials: tuple[str, ...], phones: int | None, virtual: bool, phone_port: int
+) -> Iterator[list[EpisodeDevice]]:
+    """The devices to validate on: the ones named, else `phones` virtual phones started here, else a connected
+    one, else a virtual phone started here."""
+    if serials and phones is not None:
+        raise ConfigError("--phones starts virtual phones; with --device, name every device to use instead")
+    count = phones or 0
+    request = DeviceRequest(serials=serials, count=count, phone_port=phone_port, started_only=virtual)
     with device_backend().devices(request, lambda text: click.echo(text, err=True)) as devices:
-        yield devices[0]
+        yield devices
 
 
 def _row(check: TaskCheck) -> str:
@@ -40,8 +47,15 @@ def _row(check: TaskCheck) -> str:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option(
     "--device",
-    "serial",
-    help="adb serial to validate on (default: a connected device, else a virtual phone).",
+    "serials",
+    multiple=True,
+    help="adb serial to validate on; repeat to share the tasks among several (default: a connected device, "
+    "else a virtual phone).",
+)
+@click.option(
+    "--phones",
+    type=click.IntRange(min=1),
+    help="Start this many virtual phones and share the tasks among them (instead of --device).",
 )
 @click.option(
     "--virtual", is_flag=True, help="Always start a virtual phone, even when a device is connected."
@@ -63,7 +77,8 @@ def _row(check: TaskCheck) -> str:
 )
 def validate_command(
     paths: tuple[Path, ...],
-    serial: str | None,
+    serials: tuple[str, ...],
+    phones: int | None,
     virtual: bool,
     phone_port: int,
     seeds: int | None,
@@ -79,14 +94,16 @@ def validate_command(
     failed: list[TaskCheck] = []
     with contextlib.ExitStack() as stack:
         work_dir = keep if keep is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        device = stack.enter_context(_device_for(serial, virtual, phone_port))
-        click.echo(f"validating {len(tasks)} task(s) on {device.serial}")
+        devices = stack.enter_context(_devices_for(serials, phones, virtual, phone_port))
+        click.echo(f"validating {len(tasks)} task(s) on {', '.join(d.serial for d in devices)}")
         click.echo(f"{'':<5}{'task':<28}{'seed':>4}  {'':<7}{'outcome':<15}{'steps':>5}  {'time':>7}  params")
-        for check in validate_tasks(tasks, device, seeds=seeds, snapshot=snap, work_dir=work_dir):
+        for check in validate_tasks(tasks, devices, seeds=seeds, snapshot=snap, work_dir=work_dir):
             click.echo(_row(check))
             if not check.ok:
                 failed.append(check)
     if failed:
+        order = {task.id: index for index, task in enumerate(tasks)}
+        failed.sort(key=lambda c: (order.get(c.instance.id, len(order)), c.instance.seed))
         click.echo(f"\n{len(failed)} task instance(s) failed:", err=True)
         for check in failed:
             click.echo(f"  {check.instance.id} (seed {check.instance.seed}): {check.problem}", err=True)

@@ -11,6 +11,8 @@ import pytest
 from _phones import NOWHERE, port_free, start_phone
 
 import virtual_phone
+from agent_eval.task import load_tasks
+from agent_eval.task.params import combinations
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT_EVAL = [str(Path(sys.executable).parent / "agent-eval")]
@@ -97,7 +99,19 @@ def test_flaky_dumps_do_not_fail_a_sound_task(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_every_shipped_task_validates(serial: str) -> None:
-    done = validate("tasks", "--device", serial)
+def test_every_shipped_task_validates_shared_among_two_phones_it_starts() -> None:
+    base = next(p for p in range(5800, 5840, 4) if all(port_free(p + i) for i in range(4)))
+    done = validate("tasks", "--phones", "2", "--phone-port", str(base))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("\nok   ") >= 12
+    tasks = load_tasks([ROOT / "tasks"], recursive=True)
+    assert f"validating {len(tasks)} task(s) on emulator-{base}, emulator-{base + 2}" in done.stdout
+    # Every parameter combination of every task, each checked once, on one phone or the other.
+    rows = [line.split()[1:3] for line in done.stdout.splitlines() if line.startswith("ok   ")]
+    expected = [[t.id, str(seed)] for t in tasks for seed in range(combinations(t.params))]
+    assert sorted(rows) == sorted(expected)
+
+
+def test_phones_and_named_devices_together_are_refused() -> None:
+    done = validate("tasks/wifi_on.yaml", "--phones", "2", "--device", NOWHERE)
+    assert done.returncode == 2
+    assert "--phones starts virtual phones; with --device, name every device" in done.stderr
