@@ -231,6 +231,10 @@ def test_when_every_phone_dies_the_grid_stops_saying_so_and_a_rerun_finishes(
     assert set(scored(run_dir)) == {("steady", t, s) for t in TASKS[:2] for s in range(SEEDS)}
 
 
+def _a_step_recorded(run_dir: Path) -> bool:
+    return any(f.stat().st_size > 0 for f in (run_dir / "episodes").glob("**/steps.jsonl"))
+
+
 def test_a_frozen_phone_is_given_up_on_not_waited_for_forever(
     agents: dict[str, OracleAgent], tmp_path: Path
 ) -> None:
@@ -248,9 +252,13 @@ def test_a_frozen_phone_is_given_up_on_not_waited_for_forever(
             stderr=subprocess.PIPE,
             text=True,
         )
+        # Freeze it mid-episode, as soon as a step is recorded: its next call is a shell command or a screen
+        # capture (timeouts of 10-30 s). Frozen between episodes, the reset's snapshot load would wait its
+        # 120 s instead: the same verdict, slower.
         deadline = time.monotonic() + 120
-        while not episodes(run_dir) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while not _a_step_recorded(run_dir) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        frozen_at = time.monotonic()
         os.kill(fleet.process.pid, signal.SIGSTOP)  # the phone hangs: it accepts nothing, answers nothing
         try:
             _, err = harness.communicate(timeout=400)
@@ -258,5 +266,6 @@ def test_a_frozen_phone_is_given_up_on_not_waited_for_forever(
             os.kill(fleet.process.pid, signal.SIGCONT)
     # Every adb call has a timeout (the longest, a snapshot load, 120 s): the grid stops and says why.
     assert harness.returncode == 2 and f"device(s) lost: {fleet.serials[0]}" in err, err
+    print(f"given up on {time.monotonic() - frozen_at:.1f} s after the freeze")
     stuck = [e for e in episodes(run_dir) if e["outcome"] == "infra_error"]
     assert stuck and all(e["error"] and e["device"] == fleet.serials[0] for e in stuck), stuck
