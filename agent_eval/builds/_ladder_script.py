@@ -67,11 +67,13 @@ def ladder(job: dict[str, Any]) -> None:
         oneshot(model=model, recipe=rtn)
     else:
         data = _calibration(job, tokenizer)
-        say(name, f"{job['kind'].upper()} to int{job['bits']} on {len(data)} calibration prompts")
+        points = job.get("search_points")
+        searched = f", {points} scales searched per layer pair" if points else ""
+        say(name, f"{job['kind'].upper()} to int{job['bits']} on {len(data)} calibration prompts{searched}")
         recipe: Any
         if job["kind"] == "awq":
             _no_pinning_without_an_accelerator()
-            norms, recipe = _norm_weights(model), [AWQModifier(), rtn]
+            norms, recipe = _norm_weights(model), [AWQModifier(n_grid=job["search_points"]), rtn]
         else:
             norms, recipe = None, GPTQModifier(config_groups=groups, ignore=["lm_head"], actorder=None)
         oneshot(

@@ -45,6 +45,17 @@ class CalibratedRecipe(RoundRecipe):
     calibration_samples: int = Field(64, gt=0, description="Prompts used at most.")
 
 
+class AwqRecipe(CalibratedRecipe):
+    """`awq`: GPTQ's calibration fields, and how finely AWQ searches each layer pair's scale."""
+
+    search_points: int = Field(
+        20,
+        ge=2,
+        description="Scales AWQ tries per norm → projection pair (llmcompressor's n_grid); fewer is faster "
+        "and coarser.",
+    )
+
+
 @runtime_checkable
 class Calibrated(Protocol):
     """A recipe calibrated on the agent's prompts (gptq, awq, a gguf rung with an importance matrix)."""
@@ -89,7 +100,7 @@ class LadderKind:
 LADDER = (
     LadderKind("round", RoundRecipe),
     LadderKind("gptq", CalibratedRecipe),
-    LadderKind("awq", CalibratedRecipe),
+    LadderKind("awq", AwqRecipe),
 )
 
 
@@ -182,6 +193,8 @@ def ladder_job(
         "symmetric": recipe.symmetric,
         "output": "rounded" if build.scheme == "bf16" else "compressed",
     }
+    if isinstance(recipe, AwqRecipe):
+        job["search_points"] = recipe.search_points
     calibration = None
     if recipe.kind in CALIBRATED:
         prompts, calibration = calibration_set(build)

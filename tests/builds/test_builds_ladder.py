@@ -264,8 +264,9 @@ def _gptq_int4_test_name() -> str:
 @cache
 def _kind_builds() -> BuildSet:
     """The round rung of builds/ladder.yaml, a GPTQ int4 rung and a rounded AWQ int4 rung calibrated on
-    tests/data (all cached; GPTQ on 4 prompts and AWQ on 1, its grid search being the slow part on CPU: on
-    2 prompts it took 398 s on an AVX2 host, whose bf16 arithmetic is slow, and GPTQ on 8 took 192 s)."""
+    tests/data (all cached; GPTQ on 4 prompts; AWQ on 1, with 4 scales searched per layer pair instead of
+    20: its search is the slow part on CPU, and its setup took 258 s in CI on an AVX2 host with 20, whose
+    bf16 arithmetic is slow; GPTQ on 8 prompts took 192 s)."""
     builds = load_builds(LADDER)
     calibration = str(CALIBRATION.relative_to(repo_root()))
     gptq = builds.get("gptq-int4-g64").model_dump(exclude_defaults=True)
@@ -277,7 +278,7 @@ def _kind_builds() -> BuildSet:
     gptq["prepare"].update(calibration=calibration, calibration_samples=4)
     awq = builds.get("gptq-int3-g64-dq").model_dump(exclude_defaults=True)
     awq.update(name="awq-int4-g64-dq-test", model_path="ladder-test/awq-int4-g64-dq")
-    awq["prepare"].update(kind="awq", bits=4, calibration=calibration, calibration_samples=1)
+    awq["prepare"].update(kind="awq", bits=4, calibration=calibration, calibration_samples=1, search_points=4)
     wanted = ("bf16-base", "bf16", "int3-g64-dq")  # the tuned reference is made from bf16-base
     kept = [b.model_dump(exclude_defaults=True) for b in builds.builds if b.name in wanted]
     return parse_builds({"builds": [*kept, gptq, awq]}, "test ladder")
