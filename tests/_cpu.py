@@ -26,8 +26,8 @@ CONDITIONAL_ON_THE_REAL_CPU = {
         "AVX-512 CPU has"
     ),
     "builds/test_builds_engine.py": (
-        "serves every default vLLM build this CPU can run: w4a16 needs AVX-512 and w4a8 AMX, so the set of "
-        "served builds differs by CPU kind (bf16 and w8a8 run everywhere)"
+        "serves one default vLLM build per weight scheme this CPU can run: w4a16 needs AVX-512 and w4a8 AMX, "
+        "so the set of served builds differs by CPU kind (bf16 and w8a8 run everywhere)"
     ),
     "test_main_job_e2e.py": "plays every default build this CPU can run (as test_builds_engine.py)",
     "builds/test_builds_ladder.py::served_rung": (

@@ -24,6 +24,12 @@ def servable_default_builds() -> list[str]:
     return [b.name for b in load_builds().builds if unavailable_reason(b) is None]
 
 
-def servable_vllm_builds() -> list[str]:
-    """Default vLLM builds that this host can serve (the optional ones only where they run)."""
-    return [b.name for b in load_builds().builds if b.engine == "vllm-cpu" and unavailable_reason(b) is None]
+def servable_vllm_schemes() -> list[str]:
+    """One servable default vLLM build per weight scheme (the first in the file: the reference for bf16). A
+    second build of a scheme (`bf16-base`, the untuned baseline) loads and serves the same way; the main-job
+    test serves it and checks its prepared weights."""
+    first: dict[str, str] = {}
+    for b in load_builds().builds:
+        if b.engine == "vllm-cpu" and unavailable_reason(b) is None:
+            first.setdefault(b.scheme, b.name)
+    return list(first.values())

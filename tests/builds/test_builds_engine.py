@@ -1,4 +1,5 @@
-"""Each default vLLM build, prepared and served on the real CPU engine the way `agent-eval run` serves it.
+"""Each default vLLM weight scheme, prepared and served on the real CPU engine the way `agent-eval run` serves
+it (one build per scheme: bf16-base is served like bf16, and the main-job test serves it).
 
 One server at a time: each build's server starts once for this module and is shared by its tests.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _engines import prepared_default_builds, servable_vllm_builds
+from _engines import prepared_default_builds, servable_vllm_schemes
 
 from agent_eval.agent.prompt import action_schema
 from agent_eval.builds import ServedBuild, serve
@@ -47,7 +48,7 @@ PROMPT = [
 ]
 
 
-@pytest.fixture(scope="module", params=servable_vllm_builds())
+@pytest.fixture(scope="module", params=servable_vllm_schemes())
 def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedBuild]:
     builds, _ = prepared_default_builds()
     run_dir = tmp_path_factory.mktemp(f"run-{request.param}")

@@ -40,7 +40,7 @@ def collected(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tasks = train_split(everything)
     forbidden = frozenset(w for words in held_out_goals(everything).values() for w in words)
     plans = plan_episodes(tasks, 3, forbidden=forbidden)  # seeds 0..2: one clean, two with detours
-    request = DeviceRequest(count=1, phone_port=free_phone_port(5640))
+    request = DeviceRequest(count=2, phone_port=free_phone_port(5640, 2))  # one worker per phone, as `tune`
     with device_backend().devices(request, print) as devices:
         run_plans(plans, {t.id: t for t in tasks}, devices, out, "compact", forbidden=forbidden)
     assemble(out, plans, 0.0, 1)
