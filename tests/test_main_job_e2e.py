@@ -31,7 +31,8 @@ def test_run_with_no_build_options_serves_every_default_build_this_host_runs(tmp
     run_dir = tmp_path / "run"
     args = [AGENT_EVAL, "run", "tasks/wifi_on.yaml", "--seeds", "2", "--run-dir", str(run_dir)]
     # Phase 1 only: a top-up would multiply the episodes of a weak model without testing anything more.
-    args += ["--no-adaptive", "--devices", "1", "--no-bars"]
+    # Two phones: each build's two seeds play at once, as the main job's four phones do.
+    args += ["--no-adaptive", "--devices", "2", "--no-bars"]
     env = {**os.environ, "COLUMNS": "200", "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(
         args, cwd=REPO, capture_output=True, text=True, timeout=2400, env=env, check=False
