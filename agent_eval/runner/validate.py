@@ -5,8 +5,6 @@ A task passes when it starts right (goal false; true for verify tasks) and its o
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -14,6 +12,7 @@ from pathlib import Path
 
 from agent_eval.agent.oracle import OraclePolicy
 from agent_eval.device.backend import EpisodeDevice
+from agent_eval.device.workers import on_devices
 from agent_eval.errors import AgentEvalError, RunStoreError, TaskError
 from agent_eval.records import Outcome, StepRecord
 from agent_eval.rundir import STEPS_FILE, read_lines
@@ -116,44 +115,9 @@ def validate_tasks(
     snapshot: str | None = "default_boot",
     work_dir: Path,
 ) -> Iterator[TaskCheck]:
-    """Check every task instance, one worker thread per device, yielding each verdict as soon as it is known
+    """Check every task instance, one worker per device, yielding each verdict as soon as it is known
     (in the order they finish; with one device, the tasks' order)."""
-    if not devices:
-        raise ValueError("validate_tasks needs at least one device")
-    todo: queue.Queue[TaskInstance] = queue.Queue()
-    for task in tasks:
-        for seed in seeds_for(task, seeds):
-            todo.put(task.instantiate(seed))
-    done: queue.Queue[TaskCheck | BaseException | None] = queue.Queue()
-    stop = threading.Event()
-
-    def worker(device: EpisodeDevice) -> None:
-        try:
-            while not stop.is_set():
-                try:
-                    instance = todo.get_nowait()
-                except queue.Empty:
-                    return
-                done.put(check_instance(device, instance, snapshot=snapshot, work_dir=work_dir))
-        except BaseException as e:  # raised again by the caller's thread
-            done.put(e)
-        finally:
-            done.put(None)
-
-    threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
-    for thread in threads:
-        thread.start()
-    running = len(threads)
-    try:
-        while running:
-            item = done.get()
-            if item is None:
-                running -= 1
-            elif isinstance(item, BaseException):
-                raise item
-            else:
-                yield item
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join()
+    instances = [task.instantiate(seed) for task in tasks for seed in seeds_for(task, seeds)]
+    yield from on_devices(
+        instances, devices, lambda device, i: check_instance(device, i, snapshot=snapshot, work_dir=work_dir)
+    )

@@ -12,10 +12,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import queue
 import random
 import tempfile
-import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from agent_eval.agent.llm import PromptFormat
 from agent_eval.agent.policy import StepContext
 from agent_eval.agent.prompt import Prompt
 from agent_eval.device.backend import EpisodeDevice
+from agent_eval.device.workers import on_devices
 from agent_eval.records import Outcome
 from agent_eval.runner.episode import run_episode
 from agent_eval.task import Task
@@ -191,42 +190,19 @@ def run_plans(
     detour_kinds: Sequence[str] = DETOUR_KINDS,
     forbidden: Collection[str] = frozenset(),
 ) -> None:
-    """Plays every plan not yet in demonstrations.jsonl, one worker thread per phone."""
-    todo: queue.Queue[EpisodePlan] = queue.Queue()
-    for plan in plans:
-        todo.put(plan)
-    lock = threading.Lock()
-    out = (out_dir / EPISODES_FILE).open("a", encoding="utf-8")
-    errors: list[BaseException] = []
+    """Plays every plan not yet in demonstrations.jsonl, one worker per phone."""
 
-    def worker(device: EpisodeDevice) -> None:
-        while not errors:
-            try:
-                plan = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                args = (tasks[plan.task_id], device, prompt_format, detour_kinds, forbidden)
-                row = play(plan, *args)
-                if row["outcome"] == Outcome.INFRA_ERROR.value:
-                    row = play(plan, *args)
-            except BaseException as e:  # surfaced in the main thread
-                errors.append(e)
-                return
-            with lock:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                out.flush()
-                if on_episode is not None:
-                    on_episode(row)
+    def played(device: EpisodeDevice, plan: EpisodePlan) -> dict[str, object]:
+        args = (tasks[plan.task_id], device, prompt_format, detour_kinds, forbidden)
+        row = play(plan, *args)
+        return play(plan, *args) if row["outcome"] == Outcome.INFRA_ERROR.value else row
 
-    threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
-    with out:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    if errors:
-        raise errors[0]
+    with (out_dir / EPISODES_FILE).open("a", encoding="utf-8") as out:
+        for row in on_devices(plans, devices, played):
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            out.flush()
+            if on_episode is not None:
+                on_episode(row)
 
 
 def cap_done(examples: list[Example], share: float = DONE_SHARE) -> tuple[list[Example], int]:
