@@ -7,4 +7,8 @@ export HF_HUB_OFFLINE=1
 .venv/bin/ruff check agent_eval virtual_phone tests bench
 .venv/bin/ruff format --check agent_eval virtual_phone tests bench
 .venv/bin/mypy
-exec .venv/bin/pytest -q -rs --durations=25 "$@"
+if [ $# -gt 0 ]; then exec .venv/bin/pytest -q -rs --durations=25 "$@"; fi
+# The short tests wait on phones and subprocesses more than they compute: two workers, each file's tests on one.
+.venv/bin/pytest -q -rs -n 2 --dist loadfile -m "not engine and not slow" --durations=10
+# The engine tests and the long ones one at a time: an engine takes both cores, and some stop the adb server.
+exec .venv/bin/pytest -q -rs --durations=25 -m "engine or slow"
