@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent_eval.agent import compact
+from agent_eval.agent import compact, noted
 from agent_eval.agent.llm import LLMPolicy, PromptFormat
 from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Policy
@@ -47,9 +47,16 @@ class PromptAgent:
     schema: Callable[[], dict[str, Any]]
     parse: AnswerParser = parse_action
     needs_images: bool = False  # the shipped formats add the screenshot only when the build sends it
+    history_len: int | None = 4  # the steps of history its format is given (None: the whole episode's)
 
     def policy(self, client: ChatClient) -> Policy:
-        return LLMPolicy(client, prompt_format=self.prompt, schema=self.schema(), parse=self.parse)
+        return LLMPolicy(
+            client,
+            prompt_format=self.prompt,
+            schema=self.schema(),
+            parse=self.parse,
+            history_len=self.history_len,
+        )
 
 
 AGENTS: Registry[Agent] = Registry("agent")
@@ -93,3 +100,5 @@ def fits_its_engine(build: Build) -> None:
 add_build_check(fits_its_engine)
 register_agent(PromptAgent(DEFAULT_AGENT, build_prompt, action_schema))
 register_agent(PromptAgent("compact", compact.build_prompt, action_schema))  # the tuned default agent
+# `compact` with what was read before the latest app switch; its format cuts the history itself.
+register_agent(PromptAgent("compact-noted", noted.build_prompt, action_schema, history_len=None))

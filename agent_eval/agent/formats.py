@@ -9,16 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from agent_eval.agent.llm import PromptFormat
-from agent_eval.agent.policy import StepContext
+from agent_eval.agent.policy import StepContext, recent
 from agent_eval.agent.prompt import Prompt
 
 
 def step_prompt(
-    context: StepContext, builder: PromptFormat, *, history_len: int = 4, with_image: bool = False
+    context: StepContext, builder: PromptFormat, *, history_len: int | None = 4, with_image: bool = False
 ) -> Prompt:
-    """The prompt for one step: the last `history_len` steps of history (as `LLMPolicy.decide` cuts it), and
-    the answer action offered only when the task asks a question (as the policy offers it)."""
-    history = context.history[-history_len:] if history_len > 0 else ()
+    """The prompt for one step: the last `history_len` steps of history (None: all of it), as
+    `LLMPolicy.decide` cuts it, and the answer action offered only when the task asks a question (as the
+    policy offers it)."""
+    history = recent(context.history, history_len)
     asks: dict[str, Any] = {"answers": True} if context.answers else {}
     return builder(
         context.goal,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_eval.agent.parse import ParsedAnswer, parse_action
-from agent_eval.agent.policy import Decision, StepContext
+from agent_eval.agent.policy import Decision, StepContext, recent
 from agent_eval.agent.prompt import Prompt, action_schema, build_prompt, with_answer
 from agent_eval.builds.chat_client import ChatClient
 from agent_eval.screen.observation import Observation
@@ -31,7 +31,7 @@ class LLMPolicy:
         client: ChatClient,
         *,
         accepts_images: bool | None = None,
-        history_len: int = 4,
+        history_len: int | None = 4,  # None: the whole episode's (a format that cuts it itself)
         structured_output: bool = True,
         prompt_format: PromptFormat = build_prompt,
         schema: dict[str, Any] | None = None,
@@ -47,7 +47,7 @@ class LLMPolicy:
         self._parse = parse
 
     def decide(self, context: StepContext) -> Decision:
-        history = context.history[-self.history_len :] if self.history_len > 0 else ()
+        history = recent(context.history, self.history_len)
         # Only a task that asks a question is told of the answer action (other prompts stay as they were).
         asks: dict[str, Any] = {"answers": True} if context.answers else {}
         prompt = self._prompt(

@@ -19,6 +19,15 @@ class PastStep:
     step: int
     action: Action | None  # None: the answer was invalid
     summary: str  # short human-readable line, e.g. 'tap 3 "Network & internet"'
+    screen: tuple[str, ...] = ()  # what the screen the step was taken on said (Observation.texts)
+    app: str = ""  # the app that screen belonged to (Observation.package)
+
+
+def recent(history: tuple[PastStep, ...], steps: int | None) -> tuple[PastStep, ...]:
+    """The last `steps` of the history (None: all of it; 0 or less: none), as a policy shows them."""
+    if steps is None:
+        return history
+    return history[-steps:] if steps > 0 else ()
 
 
 @dataclass(frozen=True)

@@ -209,6 +209,7 @@ def _play(
             tally.count_tokens(decision)
             action = decision.action
             summary = action_summary(action, observation)
+            seen = observation
 
             if action is not None and action.is_terminal:
                 _said(device, instance, action, observation, tally)
@@ -225,7 +226,7 @@ def _play(
                     summary = f"{summary} (rejected: {rejected})"
                 observation = _look(device, instance, tally, lat)
 
-            history.append(PastStep(step=step, action=action, summary=summary))
+            history.append(PastStep(step, action, summary, screen=seen.texts(), app=seen.package))
             record.goal_after = tally.goal_timeline[-1]
             measured = lat.observe_s + lat.model_s + lat.act_s + lat.check_s
             record.latency = lat

@@ -76,3 +76,12 @@ class Observation:
     width: int
     height: int
     all_nodes: tuple[Element, ...] = field(default=(), repr=False)  # every dumped node, for predicates
+
+    @property
+    def package(self) -> str:
+        """The app in front: the focused activity's package, e.g. "com.android.settings"."""
+        return self.activity.split("/", 1)[0]
+
+    def texts(self) -> tuple[str, ...]:
+        """What the screen says, in list order: each element's text (else its description), once each."""
+        return tuple(dict.fromkeys(t for e in self.elements if (t := (e.text or e.content_desc).strip())))

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_eval.action import Action
-from agent_eval.agent import compact
+from agent_eval.agent.agents import PromptAgent, get_agent
 from agent_eval.agent.compact import answer_text
 from agent_eval.agent.formats import step_prompt
-from agent_eval.agent.llm import PromptFormat
 from agent_eval.agent.policy import StepContext
 from agent_eval.agent.prompt import Prompt
 from agent_eval.device.backend import EpisodeDevice
@@ -38,11 +37,11 @@ from agent_eval.tune.expert import DETOUR_KINDS, DemoPolicy, Expert
 from agent_eval.tune.wording import goal_variants, held_out_wordings
 
 EPISODES_FILE = "demonstrations.jsonl"
-HISTORY_LEN = 4
 DETOUR_RATE = 0.3
 ENDINGS = ("done", "answer")  # an episode's last word: taught only when the episode succeeded
 DONE_SHARE = 0.18  # at most this share of the examples are `done` targets
-PROMPT_FORMATS: dict[str, PromptFormat] = {"compact": compact.build_prompt}
+# The agents a collection can teach: each example's prompt is what that agent sends, byte for byte.
+PROMPT_FORMATS = ("compact", "compact-noted")
 
 
 @dataclass(frozen=True)
@@ -98,7 +97,9 @@ def plan_episodes(
 
 def demo_prompt(context: StepContext, prompt_format: str) -> Prompt:
     """A demonstration step's prompt: what the agent of that prompt format sends for the same context."""
-    return step_prompt(context, PROMPT_FORMATS[prompt_format], history_len=HISTORY_LEN)
+    agent = get_agent(prompt_format)
+    assert isinstance(agent, PromptAgent), prompt_format
+    return step_prompt(context, agent.prompt, history_len=agent.history_len)
 
 
 def play(
