@@ -10,13 +10,14 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from agent_eval.builds.adapter import adapter_hash, merge_adapter
+from agent_eval.builds.adapter import adapter_hash, merge_adapter, read_adapter
 from agent_eval.builds.gguf_rungs import GgufKind
 from agent_eval.builds.prepare_ladder import LADDER
 from agent_eval.builds.quant_env import run_quant_tools
 from agent_eval.builds.recipes import Plan, Recipe, RecipeKind, Say, Step, Weights, register_recipe_kind
 from agent_eval.builds.rungs import effective_bits, grid_rung
 from agent_eval.builds.spec import repo_root
+from agent_eval.errors import BuildError
 from agent_eval.records import RungInfo
 
 
@@ -171,7 +172,16 @@ class MergeAdapter:
         return grid_rung("merge-adapter", None, None, True, "own", weights)
 
     def plan(self, step: Step) -> Plan:
-        adapter = repo_root() / (step.recipe.own(MergeAdapterRecipe).adapter or "")
+        named = step.recipe.own(MergeAdapterRecipe).adapter or ""
+        adapter = repo_root() / named
+        tuned_for = read_adapter(adapter).prompt_format
+        if tuned_for != (step.build.agent or "default"):
+            agent = f"agent is {step.build.agent!r}" if step.build.agent else "names no agent (the default)"
+            raise BuildError(
+                f"build '{step.build.name}': its adapter {named} was tuned on the prompts of the agent "
+                f"{tuned_for!r}, and the build {agent}; set `agent: {tuned_for}` (a tuned model is served "
+                "the prompts it was trained on)"
+            )
 
         def make(say: Say) -> dict[str, Any]:
             say(f"{step.build.name}: merging the adapter {step.recipe.own(MergeAdapterRecipe).adapter} into "

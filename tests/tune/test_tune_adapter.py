@@ -10,6 +10,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from agent_eval.builds import prepare
 from agent_eval.builds.adapter import (
     ADAPTER_FILE,
     MANIFEST_FILE,
@@ -19,7 +20,7 @@ from agent_eval.builds.adapter import (
     sha256_file,
 )
 from agent_eval.builds.prepare import weights_hash
-from agent_eval.builds.spec import repo_root
+from agent_eval.builds.spec import parse_builds, repo_root
 from agent_eval.errors import BuildError
 
 SHIPPED = repo_root() / "adapters" / "smollm2-135m-agent"
@@ -93,3 +94,45 @@ def test_the_shipped_adapter_matches_its_manifest() -> None:
     extra = manifest.model_dump()
     assert extra["prompt_format"] == "compact"
     assert not set(extra["held_out_tasks"]) & set(extra["tasks_used"])
+
+
+@pytest.mark.parametrize("agent", [None, "compact"])
+def test_a_build_whose_agent_is_not_the_one_its_adapter_was_tuned_for_is_refused(
+    agent: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An adapter tuned on compact-noted's prompts, served with another agent's, would be sent prompts it has
+    # never seen: prepare says which agent to set, and writes nothing.
+    monkeypatch.setenv("AGENT_EVAL_MODELS", str(tmp_path / "models"))
+    (tmp_path / "models").mkdir()
+    base = tiny_base(tmp_path / "models" / "base")
+    adapter = tiny_adapter(tmp_path / "adapter")
+    manifest = json.loads((adapter / MANIFEST_FILE).read_text())
+    (adapter / MANIFEST_FILE).write_text(json.dumps({**manifest, "prompt_format": "compact-noted"}))
+    tuned = {
+        "name": "tuned",
+        "scheme": "bf16",
+        "engine": "vllm-cpu",
+        "model_path": "tuned",
+        "prepare": {"kind": "merge-adapter", "source": "base", "adapter": str(adapter)},
+        **({"agent": agent} if agent else {}),
+    }
+    plain = {
+        "name": "base",
+        "reference": True,
+        "scheme": "bf16",
+        "engine": "vllm-cpu",
+        "model_path": str(base),
+    }
+    builds = parse_builds({"builds": [plain, tuned]}, "test")
+    said = "agent is 'compact'" if agent else r"names no agent \(the default\)"
+    refused = (
+        rf"build 'tuned': its adapter .* agent 'compact-noted', and the build {said}; set `agent: compact-"
+    )
+    with pytest.raises(BuildError, match=refused):
+        prepare(builds, say=lambda _: None)
+    assert not (tmp_path / "models" / "tuned").exists()
+    (adapter / MANIFEST_FILE).write_text(json.dumps(manifest))  # tuned on compact's prompts: it merges
+    ready = prepare(
+        parse_builds({"builds": [plain, {**tuned, "agent": "compact"}]}, "test"), say=lambda _: None
+    )
+    assert "tuned" in ready and (tmp_path / "models" / "tuned" / "model.safetensors").is_file()
