@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 
 import pytest
+from _engines import prepared_default_builds
 from _synthetic import SyntheticRun, write_synthetic_run
 from scripted_teacher import TeacherEndpoint
 
@@ -318,6 +319,7 @@ def test_a_continued_grid_assembles_fidelity_from_the_probes_on_disk(tmp_path: P
     assert any("wrote" in line for line in said)
 
 
+@pytest.mark.slow  # prepares the default builds if no earlier test has: the base model's tokenizer
 def test_a_tie_in_the_mask_goes_to_the_lower_token_id() -> None:
     """Greedy decoding takes the first of equal maxima: an allowed token as likely as the forced one is ahead
     of it only when its id is lower (a tie once sent 9 of 60 of the tuned reference's own answers to a
@@ -328,9 +330,8 @@ def test_a_tie_in_the_mask_goes_to_the_lower_token_id() -> None:
     from agent_eval.builds.spec import models_dir
     from agent_eval.fidelity.mask import SchemaMask
 
+    prepared_default_builds()
     tokenizer_dir = models_dir() / "smollm2-135m-instruct" / "bf16"
-    if not (tokenizer_dir / "tokenizer.json").is_file():
-        pytest.skip("needs the prepared base model's tokenizer (agent-eval builds prepare)")
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
