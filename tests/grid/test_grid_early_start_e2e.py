@@ -1,14 +1,12 @@
-"""`early_engine_start: true` and `fidelity: first` on one real grid (three vLLM builds, one task, 3 seeds,
-2 virtual phones).
+"""`early_engine_start: true` and `fidelity: first` on real grids with 2 virtual phones.
 
-- The reference's block probes after its cells, so it starts no engine early: w8a8 waits for its whole start.
-- w8a8's block starts bf16-base's engine while w8a8's last cell plays on one phone and the other idles:
-  engines/bf16-base.json and the busy table show the start the grid did not wait for. Also prints how much of
-  the phones' reset time the engine sat idle (the rest overlapped another phone's model calls).
-- Each non-reference build's early warning comes before its episodes, from the engine they then use (the one
-  started early, for bf16-base).
-
-One grid for both: each engine start costs ~45 s on an AVX2 host."""
+- Early start, on llama.cpp (its server starts in seconds, so the test costs no vLLM start): two builds of the
+  shipped GGUF, 3 seeds; the second build's engine starts while the first's last cell plays on one phone and
+  the other idles. engines/<build>.json and the busy table show the start the grid did not wait for, and how
+  much of the phones' reset time the engine sat idle (the rest overlapped another phone's model calls).
+- Fidelity first, on vLLM (its engine scores given tokens; llama.cpp's does not): w8a8's early warning comes
+  before its episodes, from the engine they then use.
+"""
 
 from __future__ import annotations
 
@@ -49,23 +47,7 @@ def _reset_s(run_dir: Path, episode: EpisodeRecord) -> float:
     return float(first) - episode.started_at.timestamp()
 
 
-def test_engines_start_early_and_fidelity_warns_first_on_one_grid(tmp_path: Path) -> None:
-    prepared_default_builds()
-    run_dir = tmp_path / "run"
-    builds = ("bf16", "w8a8", "bf16-base")
-    # With 3 seeds on 2 phones, each build's third episode plays alone (the tail) while the other phone idles.
-    grid = {
-        "tasks": [str(REPO / "tasks" / "wifi_on.yaml")],
-        "builds": list(builds),
-        "reference": "bf16",
-        "seeds": 3,
-        "devices": 2,
-        "max_steps": 4,
-        "adaptive": {"enabled": False},
-        "early_engine_start": True,
-        "fidelity": "first",
-        "run_dir": str(run_dir),
-    }
+def _run_grid(tmp_path: Path, grid: dict[str, object]) -> tuple[subprocess.Popen[bytes], str]:
     (tmp_path / "grid.yaml").write_text(json.dumps(grid))  # JSON is YAML
     args = [AGENT_EVAL, "run", str(tmp_path / "grid.yaml"), "--no-bars"]
     env = {**os.environ, "COLUMNS": "200", "HF_HUB_OFFLINE": "1"}
@@ -74,57 +56,67 @@ def test_engines_start_early_and_fidelity_warns_first_on_one_grid(tmp_path: Path
     text = out.decode(errors="replace")
     assert harness.returncode == 0, text[-4000:]
     print(text[-6000:])
+    return harness, text
 
+
+def _scored(run_dir: Path) -> list[EpisodeRecord]:
     lines = (run_dir / "episodes.jsonl").read_text().splitlines()
-    scored = [
-        e for e in map(EpisodeRecord.model_validate_json, lines) if e.outcome is not Outcome.INFRA_ERROR
-    ]
-    assert sorted((e.build, e.seed) for e in scored) == sorted((b, s) for b in builds for s in range(3))
-    engines = {
-        b: EngineRecord.model_validate_json((run_dir / "engines" / f"{b}.json").read_text()) for b in builds
+    return [e for e in map(EpisodeRecord.model_validate_json, lines) if e.outcome is not Outcome.INFRA_ERROR]
+
+
+def test_the_next_build_s_engine_starts_while_the_last_cell_plays(tmp_path: Path) -> None:
+    builds, _ = prepared_default_builds()
+    shipped = builds.get("gguf-q4_1")
+    model = shipped.resolved_path()
+    assert model is not None and model.is_file()
+    # Two builds of the same file: what is measured is when each engine started, not the weights.
+    entry = {
+        "scheme": "gguf-q4_1",
+        "engine": "llama.cpp",
+        "model_path": str(model),
+        "engine_args": {"max_model_len": 2048},
+        "pinning": {"cpus": "0-1"},
+        "sampling": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 96},
     }
-    for build, engine in engines.items():
-        assert engine.startup_s is not None and engine.start_waited_s is not None, build
-        starts = re.findall(rf"starting the vllm-cpu engine for {re.escape(build)}(?![\w-])", text)
-        assert len(starts) == 1, build  # one engine per build
-    # The reference's block probes after its cells, so nothing started early beside them.
-    assert "engine for w8a8 early" not in text
-    for build in ("bf16", "w8a8"):
-        engine = engines[build]
-        assert engine.start_waited_s >= engine.startup_s  # type: ignore[operator]
-    assert "starting the vllm-cpu engine for bf16-base early, beside the last cells" in text
-    late = engines["bf16-base"]
-    assert late.start_waited_s < late.startup_s  # type: ignore[operator]
-
-    # Fidelity first: a warning for each non-reference build, said and recorded before its episodes.
-    fidelity = json.loads((run_dir / "fidelity.json").read_text())
-    warnings = {w["build"]: w for w in fidelity["early_warnings"]}
-    assert sorted(warnings) == ["bf16-base", "w8a8"]
-    said = text.splitlines()
-    for build, warning in warnings.items():
-        assert warning["steps"] >= 2 and warning["probe_s"] > 0
-        warned = datetime.fromisoformat(warning["warned_at"])
-        assert warned < min(e.started_at for e in scored if e.build == build)
-        at = next(
-            i for i, line in enumerate(said) if f"{build} not flagged" in line or f"flags {build} " in line
-        )
-        assert at < next(i for i, line in enumerate(said) if f" {build} wifi_on seed " in line)
-    assert "## Early warning (fidelity first)" in (run_dir / "scorecard.md").read_text()
-
-    # Between w8a8's last episode and bf16-base's first, the engine start and the probes idled the grid for
-    # less than a start plus the probes.
-    w8a8_end = max(e.finished_at for e in scored if e.build == "w8a8")
-    late_start = min(e.started_at for e in scored if e.build == "bf16-base")
-    gap = (late_start - w8a8_end).total_seconds()
-    assert gap - warnings["bf16-base"]["probe_s"] < late.startup_s  # type: ignore[operator]
-    for build, engine in engines.items():
-        print(f"{build}: startup {engine.startup_s} s, waited {engine.start_waited_s} s")
-    print(f"between w8a8's and bf16-base's blocks {gap:.1f} s, probes {warnings['bf16-base']['probe_s']} s")
+    names = ("first", "second")
+    file = {"builds": [{"name": "first", "reference": True, **entry}, {"name": "second", **entry}]}
+    (tmp_path / "builds.yaml").write_text(json.dumps(file))
+    run_dir = tmp_path / "run"
+    # With 3 seeds on 2 phones, the first build's third episode plays alone (the tail) while the other idles.
+    grid = {
+        "tasks": [str(REPO / "tasks" / "bluetooth_on.yaml")],
+        "builds_file": "builds.yaml",
+        "builds": list(names),
+        "reference": "first",
+        "seeds": 3,
+        "devices": 2,
+        "max_steps": 4,
+        "adaptive": {"enabled": False},
+        "early_engine_start": True,
+        "run_dir": str(run_dir),
+    }
+    harness, text = _run_grid(tmp_path, grid)
+    scored = _scored(run_dir)
+    assert sorted((e.build, e.seed) for e in scored) == [(b, s) for b in names for s in range(3)]
+    assert "starting the llama.cpp engine for second early, beside the last cells" in text
+    first = EngineRecord.model_validate_json((run_dir / "engines" / "first.json").read_text())
+    second = EngineRecord.model_validate_json((run_dir / "engines" / "second.json").read_text())
+    assert first.startup_s is not None and first.start_waited_s is not None
+    assert first.start_waited_s >= first.startup_s  # the first block waits for its whole start
+    assert second.startup_s is not None and second.start_waited_s is not None
+    assert second.start_waited_s < second.startup_s  # the usual start would wait at least startup_s
+    first_end = max(e.finished_at for e in scored if e.build == "first")
+    second_start = min(e.started_at for e in scored if e.build == "second")
+    print(f"first: startup {first.startup_s} s, waited {first.start_waited_s} s")
+    gap = (second_start - first_end).total_seconds()
+    print(
+        f"second: startup {second.startup_s} s, waited {second.start_waited_s} s, between blocks {gap:.1f} s"
+    )
 
     card = json.loads((run_dir / "scorecard.json").read_text())
     rows = {r["build"]: r for r in card["engine_busy"]}
-    for build, engine in engines.items():
-        assert rows[build]["engine_start_waited_s"] == engine.start_waited_s
+    assert rows["second"]["engine_start_waited_s"] == second.start_waited_s
+    assert rows["first"]["engine_start_waited_s"] == first.start_waited_s
     assert "engine start waited s" in (run_dir / "scorecard.md").read_text()
     for build, row in rows.items():
         resets = sum(_reset_s(run_dir, e) for e in scored if e.build == build)
@@ -133,3 +125,37 @@ def test_engines_start_early_and_fidelity_warns_first_on_one_grid(tmp_path: Path
             f"the engine idled {row['idle_phone_reset_s']:.1f} s; last cells {row['idle_last_cells_s']:.1f} s"
         )
     assert _guards_of(harness.pid) == []  # nothing outlives the harness
+
+
+def test_fidelity_first_warns_before_the_episodes_on_the_engine_already_served(tmp_path: Path) -> None:
+    prepared_default_builds()
+    run_dir = tmp_path / "run"
+    grid = {
+        "tasks": [str(REPO / "tasks" / "wifi_on.yaml")],
+        "builds": ["bf16", "w8a8"],
+        "reference": "bf16",
+        "seeds": 2,
+        "devices": 2,
+        "max_steps": 4,
+        "adaptive": {"enabled": False},
+        "fidelity": "first",
+        "run_dir": str(run_dir),
+    }
+    _, text = _run_grid(tmp_path, grid)
+    lines = text.splitlines()
+    said = next(
+        i for i, line in enumerate(lines) if "w8a8 not flagged" in line or "fidelity flags w8a8" in line
+    )
+    first_episode = next(i for i, line in enumerate(lines) if " w8a8 wifi_on seed " in line)
+    assert said < first_episode  # the warning comes before the build's episodes
+    starts = re.findall(r"starting the vllm-cpu engine for w8a8(?![\w-])", text)
+    assert len(starts) == 1  # probed on the engine its episodes use
+
+    episodes = _scored(run_dir)
+    assert sorted((e.build, e.seed) for e in episodes) == [(b, s) for b in ("bf16", "w8a8") for s in range(2)]
+    fidelity = json.loads((run_dir / "fidelity.json").read_text())
+    (warning,) = fidelity["early_warnings"]
+    assert warning["build"] == "w8a8" and warning["steps"] >= 2 and warning["probe_s"] > 0
+    warned = datetime.fromisoformat(warning["warned_at"])
+    assert warned < min(e.started_at for e in episodes if e.build == "w8a8")
+    assert "## Early warning (fidelity first)" in (run_dir / "scorecard.md").read_text()
