@@ -6,14 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scripted_endpoint import ScriptedEndpoint, tap
+from _sent_prompt import sent_prompt
 
 from agent_eval.action import Action, ActionType
 from agent_eval.agent import compact, noted
-from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import PastStep, StepContext
-from agent_eval.builds.chat_client import ChatClient
-from agent_eval.builds.endpoint import Endpoint
 from agent_eval.device.adb_backend import free_phone_port
 from agent_eval.device.backend import DeviceRequest, device_backend
 from agent_eval.screen.observation import Bounds, Element, Observation
@@ -103,12 +100,8 @@ def test_a_long_screen_is_noted_in_part() -> None:
 def test_the_training_prompt_is_what_the_noted_agent_sends_with_the_whole_history() -> None:
     context = StepContext("Text Dana the dentist's time.", 7, 20, CHAT, HOPPED, seed=3)
     trained = demo_prompt(context, "compact-noted")
-    with ScriptedEndpoint([tap("x")]) as server:
-        client = ChatClient(Endpoint(base_url=server.url, model="scripted"))
-        decision = get_agent("compact-noted").policy(client).decide(context)
-        client.close()
-    assert decision.prompt_hash == trained.hash
-    assert server.requests[0]["messages"] == trained.messages
+    decision, messages = sent_prompt(context, "compact-noted")
+    assert decision.prompt_hash == trained.hash and messages == trained.messages
     user = trained.messages[1]["content"]
     assert "Noted: Dentist; 10:15 AM - 11:15 AM" in user  # read five steps before, beyond the last four
     assert "open_app Calendar" not in user and 'type 1 "10:15"' in user

@@ -8,14 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from scripted_endpoint import ScriptedEndpoint, tap
+from _sent_prompt import sent_prompt
 
 from agent_eval.action import ActionType
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import StepContext
 from agent_eval.agent.prompt import schema_allows, with_answer
-from agent_eval.builds.chat_client import ChatClient
-from agent_eval.builds.endpoint import Endpoint
 from agent_eval.device.adb_backend import free_phone_port
 from agent_eval.device.backend import DeviceRequest, device_backend
 from agent_eval.screen.observation import Bounds, Element, Observation
@@ -193,9 +191,6 @@ def test_an_answer_tasks_training_prompt_is_the_one_its_policy_sends() -> None:
     screen = Observation(b"png", "<hierarchy/>", (field,), "com.google.android.contacts/.Card", 1080, 2400)
     context = StepContext("What is Chris Park's phone number?", 3, 15, screen, (), seed=1, answers=True)
     trained = demo_prompt(context, "compact")
-    with ScriptedEndpoint([tap("x")]) as server:
-        client = ChatClient(Endpoint(base_url=server.url, model="scripted"))
-        decision = get_agent("compact").policy(client).decide(context)
-        client.close()
+    decision, _ = sent_prompt(context, "compact")
     assert decision.prompt_hash == trained.hash
     assert "answer (with" in trained.messages[0]["content"]

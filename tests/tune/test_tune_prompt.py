@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from scripted_endpoint import ScriptedEndpoint, tap
+from _sent_prompt import sent_prompt
 
 from agent_eval.action import Action, ActionType
 from agent_eval.agent import compact
-from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import PastStep, StepContext
 from agent_eval.agent.prompt import prompt_hash
-from agent_eval.builds.chat_client import ChatClient
-from agent_eval.builds.endpoint import Endpoint
 from agent_eval.screen.observation import Bounds, Element, Observation
 from agent_eval.tune.collect import demo_prompt
 from agent_eval.tune.wording import goal_variants
@@ -44,12 +41,8 @@ def test_training_prompt_equals_the_tuned_agents_prompt() -> None:
     )
     context = StepContext("Turn Wi-Fi on.", 7, 12, screen(), history, seed=3)
     trained = demo_prompt(context, "compact")
-    with ScriptedEndpoint([tap("Wi-Fi")]) as server:
-        client = ChatClient(Endpoint(base_url=server.url, model="scripted"))
-        decision = get_agent("compact").policy(client).decide(context)
-        client.close()
-    assert decision.prompt_hash == trained.hash
-    assert server.requests[0]["messages"] == trained.messages
+    decision, messages = sent_prompt(context, "compact")
+    assert decision.prompt_hash == trained.hash and messages == trained.messages
     assert prompt_hash(trained.recorded) == trained.hash
     user = trained.messages[1]["content"]
     assert 'tap 6 "Row 6"' in user and 'tap 2 "Row 2"' not in user  # the last HISTORY_LEN steps only
