@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from functools import cache
 
+import psutil
+
 from agent_eval.builds import BuildSet, load_builds, prepare, unavailable_reason
 
 
@@ -33,3 +35,13 @@ def servable_vllm_schemes() -> list[str]:
         if b.engine == "vllm-cpu" and unavailable_reason(b) is None:
             first.setdefault(b.scheme, b.name)
     return list(first.values())
+
+
+def guards_of(harness: int) -> list[int]:
+    """Engine guards running for that harness process (`_guard.py HARNESS_PID -- ...`)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        line = proc.info["cmdline"] or []
+        if any(part.endswith("_guard.py") for part in line) and str(harness) in line:
+            found.append(int(proc.info["pid"]))
+    return found

@@ -73,10 +73,6 @@ def read_adapter(adapter_dir: Path) -> AdapterManifest:
     return manifest
 
 
-def adapter_hash(adapter_dir: Path) -> str:
-    return "sha256:" + read_adapter(adapter_dir).adapter_sha256
-
-
 def _base_key(lora_key: str) -> tuple[str, str] | None:
     """`base_model.model.X.lora_A.weight` → (`X.weight`, `A`); None for anything else."""
     for part in ("A", "B"):

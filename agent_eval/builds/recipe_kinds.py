@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from agent_eval.builds.adapter import adapter_hash, merge_adapter, read_adapter
+from agent_eval.builds.adapter import merge_adapter, read_adapter
 from agent_eval.builds.gguf_rungs import GgufKind
 from agent_eval.builds.prepare_ladder import LADDER
 from agent_eval.builds.quant_env import run_quant_tools
@@ -174,7 +174,8 @@ class MergeAdapter:
     def plan(self, step: Step) -> Plan:
         named = step.recipe.own(MergeAdapterRecipe).adapter or ""
         adapter = repo_root() / named
-        tuned_for = read_adapter(adapter).prompt_format
+        manifest = read_adapter(adapter)  # checks the file against its manifest (hash) once
+        tuned_for = manifest.prompt_format
         if tuned_for != (step.build.agent or "default"):
             agent = f"agent is {step.build.agent!r}" if step.build.agent else "names no agent (the default)"
             raise BuildError(
@@ -189,7 +190,7 @@ class MergeAdapter:
             merge_adapter(step.source_path(), adapter, step.out)
             return {}
 
-        return Plan(f"{step.made_from}+{adapter_hash(adapter)}", make)
+        return Plan(f"{step.made_from}+sha256:{manifest.adapter_sha256}", make)
 
 
 BUILT_IN: tuple[RecipeKind, ...] = (

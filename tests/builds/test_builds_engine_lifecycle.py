@@ -15,12 +15,11 @@ import textwrap
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 import yaml
 from _cpu import ENV as CPU_ENV
 from _cpu import HOSTS
-from _engines import prepared_default_builds
+from _engines import guards_of, prepared_default_builds
 
 from agent_eval.builds import BuildSet, load_builds, prepare, serve, unavailable_reason
 from agent_eval.builds.host import real_cpu_flags
@@ -148,15 +147,19 @@ HARNESS = textwrap.dedent(
 )
 
 
-def _start_harness(build: str, run_dir: Path) -> tuple[subprocess.Popen[str], int]:
+def _launch_harness(build: str, run_dir: Path) -> subprocess.Popen[str]:
     prepared_default_builds()
-    harness = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-c", HARNESS, build, str(run_dir)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
+
+
+def _start_harness(build: str, run_dir: Path) -> tuple[subprocess.Popen[str], int]:
+    harness = _launch_harness(build, run_dir)
     assert harness.stdout is not None
     line = harness.stdout.readline()
     assert line, f"the harness died before serving (exit {harness.wait()})"
@@ -180,14 +183,7 @@ def test_a_harness_stopped_by_sigterm_leaves_no_engine_behind_and_records_its_me
 def test_a_harness_killed_while_its_engine_starts_leaves_no_engine_behind(tmp_path: Path) -> None:
     # SIGKILL leaves the harness no say: the guard alone must stop the engine, here mid-start: its server and
     # engine core run, and the server does not answer yet (a start takes ~45-70 s on 2 cores).
-    prepared_default_builds()
-    harness = subprocess.Popen(
-        [sys.executable, "-c", HARNESS, "w8a8", str(tmp_path)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+    harness = _launch_harness("w8a8", tmp_path)
     pgid = -1
     try:
         pgid = _guard_starting(harness.pid, within_s=120)
@@ -205,11 +201,9 @@ def _guard_starting(harness: int, within_s: float) -> int:
     its engine core (a vLLM start spawns it ~20 s in, well before the server answers)."""
     end = time.monotonic() + within_s
     while time.monotonic() < end:
-        for proc in psutil.process_iter(["pid", "cmdline"]):
-            line = proc.info["cmdline"] or []
-            guard = any(part.endswith("_guard.py") for part in line) and str(harness) in line
-            if guard and len(_members(proc.info["pid"])) >= 3:  # the guard, the server, its engine core
-                return int(proc.info["pid"])
+        for guard in guards_of(harness):
+            if len(_members(guard)) >= 3:  # the guard, the server, its engine core
+                return guard
         time.sleep(0.2)
     raise AssertionError(f"no engine guard of harness {harness} started a server within {within_s} s")
 

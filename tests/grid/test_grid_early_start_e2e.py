@@ -18,9 +18,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-import psutil
 import pytest
-from _engines import prepared_default_builds
+from _engines import guards_of, prepared_default_builds
 
 from agent_eval.records import EngineRecord, EpisodeRecord, Outcome
 
@@ -28,16 +27,6 @@ REPO = Path(__file__).resolve().parents[2]
 AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
-
-
-def _guards_of(harness: int) -> list[int]:
-    """Engine guards still running for that harness (`_guard.py HARNESS_PID -- ...`)."""
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        line = proc.info["cmdline"] or []
-        if any(part.endswith("_guard.py") for part in line) and str(harness) in line:
-            found.append(proc.info["pid"])
-    return found
 
 
 def _reset_s(run_dir: Path, episode: EpisodeRecord) -> float:
@@ -124,7 +113,7 @@ def test_the_next_build_s_engine_starts_while_the_last_cell_plays(tmp_path: Path
             f"{build}: busy {row['busy_share']:.2f}, phones resetting {resets:.1f} s in all, of which "
             f"the engine idled {row['idle_phone_reset_s']:.1f} s; last cells {row['idle_last_cells_s']:.1f} s"
         )
-    assert _guards_of(harness.pid) == []  # nothing outlives the harness
+    assert guards_of(harness.pid) == []  # nothing outlives the harness
 
 
 def test_fidelity_first_warns_before_the_episodes_on_the_engine_already_served(tmp_path: Path) -> None:
