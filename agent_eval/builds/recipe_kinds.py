@@ -159,6 +159,7 @@ class MergeAdapter:
 
     name = "merge-adapter"
     fields = MergeAdapterRecipe
+    retunes = True  # its build is played by the agent its adapter was tuned for, not its source's
 
     def bits(self, recipe: Recipe, scheme: str) -> float | None:
         return None

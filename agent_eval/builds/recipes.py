@@ -138,6 +138,13 @@ def recipe_kind(name: str) -> RecipeKind:
     return RECIPE_KINDS.get(name)
 
 
+def retunes(recipe: Recipe) -> bool:
+    """Whether a recipe changes what its model was trained to answer (its kind says `retunes = True`, as
+    `merge-adapter` does), so that the build may be played by another agent than its source; a kind that
+    says nothing only rounds or converts its source's weights."""
+    return bool(getattr(RECIPE_KINDS.get(recipe.kind), "retunes", False))
+
+
 def kind_of(value: Any) -> str | None:
     """The registered kind a `prepare:` mapping (or a recipe model) names, or None."""
     kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)

@@ -15,7 +15,14 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from agent_eval.builds.kinds import EngineKind, engine_kind, engine_kinds
-from agent_eval.builds.recipes import RECIPE_KINDS, AnyRecipe, holds_recipes, known_kind, recipe_kind
+from agent_eval.builds.recipes import (
+    RECIPE_KINDS,
+    AnyRecipe,
+    holds_recipes,
+    known_kind,
+    recipe_kind,
+    retunes,
+)
 from agent_eval.builds.rungs import rung_info
 from agent_eval.errors import ConfigError
 from agent_eval.records import BuildManifest, StrictModel
@@ -270,6 +277,8 @@ class BuildSet(StrictModel):
             src = build.prepare.source if build.prepare else None
             if src is not None and src not in seen and src != "reference":
                 raise ValueError(f"build {build.name!r}: prepare.source names unknown build {src!r}")
+        for build in self.builds:
+            _same_agent_as_source(build, self)
         return self
 
     def get(self, name: str) -> Build:
@@ -284,6 +293,22 @@ class BuildSet(StrictModel):
     @property
     def reference(self) -> Build:
         return next(b for b in self.builds if b.reference)
+
+
+def _same_agent_as_source(build: Build, builds: BuildSet) -> None:
+    """A build rounded or converted from another is the same tuned model: it is played by the same agent
+    (the prompts it was trained on). Only a recipe that retunes the model (`merge-adapter`) may change it."""
+    recipe = build.prepare
+    if recipe is None or recipe.source is None or retunes(recipe):
+        return
+    source = builds.reference if recipe.source == "reference" else builds.get(recipe.source)
+    if (source.agent or "default") != (build.agent or "default"):
+        said = lambda agent: repr(agent) if agent else "none (the default)"  # noqa: E731
+        raise ValueError(
+            f"build {build.name!r} is made from {source.name!r} by {recipe.kind!r}, which keeps the model as "
+            f"it was tuned, so it is played by {source.name!r}'s agent, {said(source.agent)}, but it names "
+            f"{said(build.agent)}; set `agent: {source.agent or 'default'}` on {build.name!r}"
+        )
 
 
 holds_recipes(Build, BuildSet)

@@ -126,6 +126,28 @@ def test_invalid_build_sets_are_refused_with_a_reason(builds: list[object], mess
     assert str(err.value).startswith("test.yaml: ")
 
 
+def test_a_rung_is_played_by_the_agent_of_the_build_it_is_rounded_from() -> None:
+    # A quantized copy of a tuned model must be sent the prompts that model was tuned on; only a recipe that
+    # retunes the model (merge-adapter) may give its build another agent than its source's.
+    base = _vllm("base")
+    tuned = _vllm("tuned", reference=True, agent="compact-noted",
+                  prepare={"kind": "merge-adapter", "source": "base", "adapter": "adapters/x"})  # fmt: skip
+    rounding = {"kind": "quantize", "source": "tuned", "weights": "int8"}
+    rung = _vllm("w8", scheme="w8a8", prepare=rounding)
+    with pytest.raises(ConfigError) as err:
+        parse_builds({"builds": [base, tuned, {**rung, "agent": "compact"}]}, "test.yaml")
+    said = str(err.value)
+    assert "build 'w8' is made from 'tuned' by 'quantize'" in said
+    assert "'compact-noted', but it names 'compact'; set `agent: compact-noted` on 'w8'" in said
+    with pytest.raises(ConfigError, match=r"names none \(the default\); set `agent: compact-noted`"):
+        parse_builds({"builds": [base, tuned, rung]}, "test.yaml")
+    by_reference = {**rung, "agent": "compact", "prepare": {**rounding, "source": "reference"}}
+    with pytest.raises(ConfigError, match="made from 'tuned'"):
+        parse_builds({"builds": [base, tuned, by_reference]}, "test.yaml")
+    ok = parse_builds({"builds": [base, tuned, {**rung, "agent": "compact-noted"}]}, "test.yaml")
+    assert [b.agent for b in ok.builds] == [None, "compact-noted", "compact-noted"]
+
+
 def test_missing_and_malformed_files_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such build file"):
         load_builds(tmp_path / "nope.yaml")
