@@ -303,12 +303,15 @@ def _same_agent_as_source(build: Build, builds: BuildSet) -> None:
         return
     source = builds.reference if recipe.source == "reference" else builds.get(recipe.source)
     if (source.agent or "default") != (build.agent or "default"):
-        said = lambda agent: repr(agent) if agent else "none (the default)"  # noqa: E731
         raise ValueError(
             f"build {build.name!r} is made from {source.name!r} by {recipe.kind!r}, which keeps the model as "
-            f"it was tuned, so it is played by {source.name!r}'s agent, {said(source.agent)}, but it names "
-            f"{said(build.agent)}; set `agent: {source.agent or 'default'}` on {build.name!r}"
+            f"it was tuned, so it is played by {source.name!r}'s agent, {_agent_said(source.agent)}, but it "
+            f"names {_agent_said(build.agent)}; set `agent: {source.agent or 'default'}` on {build.name!r}"
         )
+
+
+def _agent_said(agent: str | None) -> str:
+    return repr(agent) if agent else "none (the default)"
 
 
 holds_recipes(Build, BuildSet)

@@ -11,6 +11,7 @@ import json
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -28,6 +29,9 @@ from agent_eval.tune.collect import (
 from agent_eval.tune.collect_settings import WORDINGS, CollectSettings, read_settings, settle_settings
 from agent_eval.tune.dataset import DatasetSummary, read_dataset
 from agent_eval.tune.families import family, tune_tasks
+
+if TYPE_CHECKING:
+    from agent_eval.tune.train import TrainConfig, TrainState
 
 DEFAULT_BASE = "smollm2-135m-instruct/bf16"
 DEFAULT_ADAPTER = "adapters/smollm2-135m-agent"
@@ -178,6 +182,14 @@ def _say_dataset(s: DatasetSummary) -> None:
     help="Cap on the training tokens whatever --epochs gives (0: no cap); 2.3 M is ~55 min at the "
     "~700 tok/s 2 cores give.",
 )
+@click.option(
+    "--max-minutes",
+    default=55.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Cap on the training time whatever the tokens (0: no cap): a slower host trains fewer tokens, "
+    "and the learning rate still decays to its end.",
+)
 @click.option("--rank", default=8, show_default=True, help="LoRA rank (8 → ~4.9 MB in bf16).")
 @click.option("--lr", "learning_rate", default=1.5e-3, show_default=True)
 @click.option(
@@ -200,6 +212,7 @@ def train_command(
     base: Path | None,
     epochs: float,
     max_tokens: int,
+    max_minutes: float,
     rank: int,
     learning_rate: float,
     threads: int,
@@ -219,6 +232,7 @@ def train_command(
         learning_rate=learning_rate,
         epochs=epochs,
         max_tokens=max_tokens or None,
+        max_minutes=max_minutes or None,
         seed=seed,
         threads=threads,
         task_floor=task_floor,
@@ -235,6 +249,16 @@ def train_command(
         f"trained {state.step} steps, {state.tokens} tokens in {state.seconds:.0f} s ({rate:.0f} tok/s); "
         f"loss {state.losses[0]:.3f} → {state.losses[-1]:.3f}; examples per epoch {state.epoch_sizes}"
     )
+    click.echo(f"  ended by {_ended_by(state, cfg)}")
+
+
+def _ended_by(state: TrainState, cfg: TrainConfig) -> str:
+    if state.ended_by == "time":
+        return (
+            f"the time cap ({cfg.max_minutes:g} min) at {state.tokens} of {state.budget_tokens} budgeted "
+            "tokens"
+        )
+    return f"the token budget ({state.budget_tokens} tokens)"
 
 
 @tune_group.command("ship")
@@ -270,5 +294,5 @@ def ship_command(ctx: click.Context, base: Path | None, dest: Path | None) -> No
     rate = state.tokens / state.seconds if state.seconds else 0.0
     click.echo(
         f"  collect: {collect_rate(summary)}; train: {state.seconds / 60:.1f} min "
-        f"({state.tokens} tokens at {rate:.0f} tok/s, {state.step} steps)"
+        f"({state.tokens} tokens at {rate:.0f} tok/s, {state.step} steps; ended by {_ended_by(state, cfg)})"
     )

@@ -6,8 +6,10 @@ implementation. On ~200-token prompts on 2 cores this trains ~1.5x faster than f
 SDPA (bench/bench_train.py); the first losses agree to about 0.01.
 
 The length of a run is a token budget: `epochs` × the tokens of the first epoch, capped at `max_tokens` when
-that is set (so a larger dataset does not make training longer than a user planned); which examples each epoch
-holds is focus.py's choice (all of them, or, with `focus_loss`, mostly those still answered wrong).
+that is set (so a larger dataset does not make training longer than a user planned), and, with `max_minutes`,
+a time budget: the run ends at whichever comes first, and the learning rate's schedule follows whichever is
+nearer its end, so a run cut by the clock on a slow host still ends with a decayed rate. Which examples each
+epoch holds is focus.py's choice (all of them, or, with `focus_loss`, mostly those still answered wrong).
 Checkpoints (adapter, optimiser, step, loss curve, each example's last hardness, the epoch's batches) go to
 `<out>/checkpoint/` every few steps; a stopped run continues from the last one. The finished adapter is
 written to `<out>/adapter/`.
@@ -40,6 +42,7 @@ class TrainConfig:
     warmup_steps: int = 10
     epochs: float = 1.0
     max_tokens: int | None = None  # cap on the run's training tokens, whatever `epochs` gives
+    max_minutes: float | None = None  # cap on the run's training time (optimiser steps), whatever the tokens
     token_budget: int = 2048  # padded tokens per batch
     max_batch: int = 8
     max_length: int = 1024  # longer examples are left out (counted)
@@ -67,6 +70,7 @@ class TrainState:
     epoch_position: int = 0  # batches of this epoch done
     epoch_sizes: list[int] = field(default_factory=list)  # examples (with repeats) per epoch
     hardness: list[float | None] = field(default_factory=list)  # per example: worst answer-token loss
+    ended_by: str = ""  # "tokens" (the budget was trained) or "time" (max_minutes came first)
 
 
 def learning_rate(cfg: TrainConfig, step: int, progress: float) -> float:
@@ -184,7 +188,7 @@ def train(
     pad = padding_id(tokenizer)
     model.train()
     bar = _progress_bar(state.budget_tokens, state.tokens, progress)
-    while state.tokens < state.budget_tokens:
+    while not finished(state, cfg):
         if state.epoch_position >= len(state.epoch_batches):
             state.epoch += 1 if state.epoch_batches else 0
             state.epoch_batches, state.epoch_position = _epoch(items, tasks, state, cfg), 0
@@ -192,7 +196,7 @@ def train(
         started = time.perf_counter()
         indices = state.epoch_batches[state.epoch_position]
         batch = collate([items[i] for i in indices], pad)
-        lr = learning_rate(cfg, state.step, state.tokens / state.budget_tokens)
+        lr = learning_rate(cfg, state.step, budget_used(state, cfg))
         value = _optimizer_step(model, optimizer, params, batch, lr, indices, state, cfg.bf16_autocast)
         tokens = int(batch["attention_mask"].sum())
         elapsed = time.perf_counter() - started
@@ -205,14 +209,28 @@ def train(
         state.losses.append(round(value, 5))
         bar.update(tokens)
         bar.set_postfix(loss=f"{value:.4f}", tok_s=f"{tokens / elapsed:.0f}", epoch=state.epoch + 1)
-        if state.step % cfg.checkpoint_every == 0 or state.tokens >= state.budget_tokens:
+        if state.step % cfg.checkpoint_every == 0 or finished(state, cfg):
             state.total_steps = state.step
             _save_checkpoint(model, optimizer, state, ckpt)
+            state.seconds += time.perf_counter() - started - elapsed  # the run's time counts its saves
     bar.close()
     state.total_steps = state.step
+    state.ended_by = "tokens" if state.tokens >= state.budget_tokens else "time"
     model.save_pretrained(out_dir / "adapter")
     (out_dir / "train_state.json").write_text(json.dumps(asdict(state)), encoding="utf-8")
     return state
+
+
+def budget_used(state: TrainState, cfg: TrainConfig) -> float:
+    """How far the run is through its budget, 0 to 1: of its tokens, or of its time when that is nearer."""
+    by_tokens = state.tokens / state.budget_tokens if state.budget_tokens else 1.0
+    if cfg.max_minutes is None:
+        return by_tokens
+    return max(by_tokens, state.seconds / (60 * cfg.max_minutes))
+
+
+def finished(state: TrainState, cfg: TrainConfig) -> bool:
+    return budget_used(state, cfg) >= 1.0
 
 
 def _budget_tokens(items: list[Encoded], tasks: list[str], state: TrainState, cfg: TrainConfig) -> int:

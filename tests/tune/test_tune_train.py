@@ -90,3 +90,19 @@ def test_the_token_cap_shortens_a_run_that_epochs_alone_would_make_longer() -> N
     assert _budget_tokens(items, tasks, state, TrainConfig(epochs=3.0, max_tokens=1200)) == 1200
     # A cap above what the epochs give changes nothing.
     assert _budget_tokens(items, tasks, state, TrainConfig(epochs=3.0, max_tokens=10_000)) == 3000
+
+
+def test_the_time_cap_ends_a_run_and_its_schedule_before_the_tokens_do() -> None:
+    from agent_eval.tune.train import TrainConfig, TrainState, budget_used, finished, learning_rate
+
+    tokens_only = TrainConfig(learning_rate=1e-3, warmup_steps=0)
+    capped = TrainConfig(learning_rate=1e-3, warmup_steps=0, max_minutes=10)
+    early = TrainState(budget_tokens=1000, tokens=100, seconds=300.0)  # 10 % of the tokens, half the time
+    assert budget_used(early, tokens_only) == pytest.approx(0.1)
+    assert budget_used(early, capped) == pytest.approx(0.5)  # the nearer end sets the schedule
+    assert learning_rate(capped, 50, budget_used(early, capped)) == pytest.approx(1e-3 * 0.55)
+    late = TrainState(budget_tokens=1000, tokens=400, seconds=600.0)
+    assert finished(late, capped) and not finished(late, tokens_only)
+    assert learning_rate(capped, 90, budget_used(late, capped)) == pytest.approx(1e-4)  # decayed to its end
+    # Tokens still end a run the clock has not: a fast host trains the budget and stops.
+    assert finished(TrainState(budget_tokens=1000, tokens=1000, seconds=60.0), capped)
