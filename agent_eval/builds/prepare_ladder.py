@@ -131,9 +131,11 @@ def check_group_size(build: Build, source_dir: Path) -> None:
             )
 
 
-def _conversations_in(path: Path) -> list[list[dict[str, Any]]]:
+def _conversations_in(path: Path) -> tuple[list[list[dict[str, Any]]], set[str]]:
+    """The prompts in a run dir's steps or a demonstrations JSONL, and the prompt formats its lines name."""
     files = sorted(path.glob("episodes/**/steps.jsonl")) if path.is_dir() else [path]
     out: list[list[dict[str, Any]]] = []
+    formats: set[str] = set()
     for file in files:
         for line in file.read_text(encoding="utf-8").splitlines():
             if not line.strip():
@@ -142,7 +144,9 @@ def _conversations_in(path: Path) -> list[list[dict[str, Any]]]:
             messages = record.get("prompt") or record.get("messages") if isinstance(record, dict) else record
             if isinstance(messages, list) and messages:
                 out.append(messages)
-    return out
+                if isinstance(record, dict) and isinstance(record.get("prompt_format"), str):
+                    formats.add(record["prompt_format"])
+    return out, formats
 
 
 def calibration_set(build: Build) -> tuple[list[list[dict[str, Any]]], str]:
@@ -160,9 +164,17 @@ def calibration_set(build: Build) -> tuple[list[list[dict[str, Any]]], str]:
             "of the reference (its steps hold the prompts) or point it at the demonstrations JSONL"
         )
     try:
-        found = _conversations_in(path)
+        found, formats = _conversations_in(path)
     except (OSError, ValueError) as e:
         raise BuildError(f"build {build.name!r}: prepare.calibration {path}: unreadable ({e})") from None
+    played_by = build.agent or "default"
+    if formats - {played_by}:
+        raise BuildError(
+            f"build {build.name!r}: prepare.calibration {recipe.calibration!r} holds prompts of the "
+            f"agent(s) {sorted(formats)}, but the build is played by {played_by!r}: calibrate on the prompts "
+            f"it will be sent (`agent-eval tune collect --prompt-format {played_by}`, or a run of the "
+            "reference)"
+        )
     unique = sorted({json.dumps(c, sort_keys=True) for c in found})
     if not unique:
         raise BuildError(

@@ -73,6 +73,25 @@ def test_gptq_with_an_empty_calibration_set_is_refused(tmp_path: Path) -> None:
         calibration_set(builds.get("gptq4"))
 
 
+def test_a_calibration_set_of_another_agent_s_prompts_is_refused(tmp_path: Path) -> None:
+    # "Calibrated on the agent's own prompts": demonstrations collected in another prompt format are not.
+    lines = [json.loads(line) for line in CALIBRATION.read_text().splitlines() if line.strip()]
+    demos = tmp_path / "dataset.jsonl"
+    demos.write_text("".join(json.dumps({**r, "prompt_format": "compact"}) + "\n" for r in lines))
+    rung = _rung_build("g", kind="gptq", bits=4, calibration=str(demos))
+    for agent in ("compact-noted", None):
+        file = _file({**rung, **({"agent": agent} if agent else {})})
+        file["builds"][0]["agent"] = agent  # the rung is played by its source's agent
+        played = agent or "default"
+        refused = rf"agent\(s\) \['compact'\], but the build is played by '{played}'"
+        with pytest.raises(BuildError, match=refused):
+            calibration_set(parse_builds(file, "f").get("g"))
+    file = _file({**rung, "agent": "compact"})
+    file["builds"][0]["agent"] = "compact"
+    prompts, _ = calibration_set(parse_builds(file, "f").get("g"))
+    assert len(prompts) == 8
+
+
 def test_a_group_size_that_does_not_divide_the_width_is_refused(tmp_path: Path) -> None:
     config = {"hidden_size": 576, "intermediate_size": 1536, "num_attention_heads": 9, "head_dim": 64}
     (tmp_path / "config.json").write_text(json.dumps(config))
