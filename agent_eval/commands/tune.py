@@ -184,11 +184,12 @@ def _say_dataset(s: DatasetSummary) -> None:
 )
 @click.option(
     "--max-minutes",
-    default=55.0,
+    default=0.0,
     show_default=True,
     type=click.FloatRange(min=0),
     help="Cap on the training time whatever the tokens (0: no cap): a slower host trains fewer tokens, "
-    "and the learning rate still decays to its end.",
+    "and the learning rate still decays to its end. Cut to ~1 pass over the data, an adapter was far "
+    "worse (docs/tuning.md).",
 )
 @click.option("--rank", default=8, show_default=True, help="LoRA rank (8 → ~4.9 MB in bf16).")
 @click.option("--lr", "learning_rate", default=1.5e-3, show_default=True)
