@@ -301,7 +301,7 @@ def _same_agent_as_source(build: Build, builds: BuildSet) -> None:
     recipe = build.prepare
     if recipe is None or recipe.source is None or retunes(recipe):
         return
-    source = builds.reference if recipe.source == "reference" else builds.get(recipe.source)
+    source = builds.get(recipe.source)  # "reference" names the reference
     if (source.agent or "default") != (build.agent or "default"):
         raise ValueError(
             f"build {build.name!r} is made from {source.name!r} by {recipe.kind!r}, which keeps the model as "

@@ -254,7 +254,7 @@ def train_command(
 
 
 def _ended_by(state: TrainState, cfg: TrainConfig) -> str:
-    if state.ended_by == "time":
+    if state.tokens < state.budget_tokens:  # a finished run short of its tokens was ended by the clock
         return (
             f"the time cap ({cfg.max_minutes:g} min) at {state.tokens} of {state.budget_tokens} budgeted "
             "tokens"

@@ -70,7 +70,6 @@ class TrainState:
     epoch_position: int = 0  # batches of this epoch done
     epoch_sizes: list[int] = field(default_factory=list)  # examples (with repeats) per epoch
     hardness: list[float | None] = field(default_factory=list)  # per example: worst answer-token loss
-    ended_by: str = ""  # "tokens" (the budget was trained) or "time" (max_minutes came first)
 
 
 def learning_rate(cfg: TrainConfig, step: int, progress: float) -> float:
@@ -215,7 +214,6 @@ def train(
             state.seconds += time.perf_counter() - started - elapsed  # the run's time counts its saves
     bar.close()
     state.total_steps = state.step
-    state.ended_by = "tokens" if state.tokens >= state.budget_tokens else "time"
     model.save_pretrained(out_dir / "adapter")
     (out_dir / "train_state.json").write_text(json.dumps(asdict(state)), encoding="utf-8")
     return state
