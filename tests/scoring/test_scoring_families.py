@@ -319,22 +319,27 @@ def test_the_mixed_ladder_grid_loads() -> None:
     assert spec.builds == load_grid(REPO / "grids" / "ladder.yaml").builds and spec.reference == "bf16"
 
 
-def test_the_gguf_mixed_ladder_grid_plays_the_same_tasks_on_llamacpp_rungs_only() -> None:
-    spec = load_grid(REPO / "grids" / "apps-ladder-gguf.yaml")
+@pytest.mark.parametrize(
+    ("grid", "reference", "engine", "rungs"),
+    [
+        ("apps-ladder-gguf.yaml", "gguf-bf16", "llama.cpp", 4),
+        ("apps-ladder-vllm.yaml", "bf16", "vllm-cpu", 3),
+    ],
+)
+def test_an_engine_mixed_ladder_grid_plays_the_mixed_tasks_on_one_engine_rungs(
+    grid: str, reference: str, engine: str, rungs: int
+) -> None:
+    spec = load_grid(REPO / "grids" / grid)
     mixed = load_grid(REPO / "grids" / "apps-ladder.yaml")
     assert [t.id for t in resolve_tasks(spec)] == [t.id for t in resolve_tasks(mixed)]
-    builds = resolve_builds(spec)
-    assert builds.reference == "gguf-bf16" and spec.seeds >= 10
-    assert {b.engine for b in builds.builds} == {"llama.cpp"} and len(builds.builds) == 5
-
-
-def test_the_vllm_mixed_ladder_grid_plays_the_same_tasks_on_served_vllm_rungs_only() -> None:
-    spec = load_grid(REPO / "grids" / "apps-ladder-vllm.yaml")
-    mixed = load_grid(REPO / "grids" / "apps-ladder.yaml")
-    assert [t.id for t in resolve_tasks(spec)] == [t.id for t in resolve_tasks(mixed)]
-    builds = resolve_builds(spec)
-    assert builds.reference == "bf16" and spec.seeds >= 10
-    assert {b.engine for b in builds.builds} == {"vllm-cpu"}
+    assert spec.builds is not None and mixed.builds is not None and spec.seeds >= 10
     assert set(spec.builds) <= set(mixed.builds)
-    # every rung is served in its own scheme (no rounded "dq" rung), so its speed is the rung's own
+    builds = resolve_builds(spec)
+    assert builds.reference == reference and {b.engine for b in builds.builds} == {engine}
+    assert len([b for b in builds.builds if b.name != reference]) == rungs
+
+
+def test_the_vllm_mixed_ladder_serves_every_rung_in_its_own_scheme() -> None:
+    # no rounded "dq" rung: each rung's speed and memory are its own, not bf16's
+    builds = resolve_builds(load_grid(REPO / "grids" / "apps-ladder-vllm.yaml"))
     assert sorted(b.scheme for b in builds.builds if b.name != "bf16") == ["w4a16", "w4a16", "w8a8"]
