@@ -40,3 +40,33 @@ CONDITIONAL_ON_THE_REAL_CPU = {
 }
 """Test (its path below tests/, or path::name) → why its real-kernel part depends on the CPU kind. Everything
 else in these tests (parsing, planning, skip decisions, messages) runs on both kinds through HOSTS."""
+
+
+def conditional_on_the_real_cpu(nodeid: str, fixtures: list[str]) -> bool:
+    """Whether the test with this pytest node id (tests/<path>::<name>[<params>]), using these fixtures, is
+    listed above: by its file, by its name, or by a listed fixture of its file that it uses."""
+    below_tests = nodeid.split("[", 1)[0].split("tests/", 1)[-1]
+    test_file = below_tests.split("::", 1)[0]
+    named = {below_tests, test_file, *(f"{test_file}::{fixture}" for fixture in fixtures)}
+    return bool(named & CONDITIONAL_ON_THE_REAL_CPU.keys())
+
+
+DIFFERING_FLAGS = frozenset(set.union(*(set(f.split()) for f in HOSTS.values()))) - frozenset(
+    set.intersection(*(set(f.split()) for f in HOSTS.values()))
+)
+"""The flags one kind has and another lacks: a decision on one of them depends on the host."""
+
+
+class WatchedFlags(frozenset[str]):
+    """A flag set that notes each flag asked about (`flag in flags`), in `asked`."""
+
+    asked: list[str]
+
+    def __new__(cls, flags: frozenset[str], asked: list[str]) -> WatchedFlags:
+        made = super().__new__(cls, flags)
+        made.asked = asked
+        return made
+
+    def __contains__(self, flag: object) -> bool:
+        self.asked.append(str(flag))
+        return super().__contains__(flag)

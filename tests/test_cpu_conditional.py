@@ -7,7 +7,13 @@ import ast
 from pathlib import Path
 
 import pytest
-from _cpu import CONDITIONAL_ON_THE_REAL_CPU, HOSTS
+from _cpu import (
+    CONDITIONAL_ON_THE_REAL_CPU,
+    DIFFERING_FLAGS,
+    HOSTS,
+    WatchedFlags,
+    conditional_on_the_real_cpu,
+)
 
 from agent_eval.builds import host
 
@@ -75,3 +81,18 @@ def test_a_simulated_kind_replaces_the_cpus_flags(monkeypatch: pytest.MonkeyPatc
     assert {"avx512f", "amx_int8"} <= host.cpu_flags()
     monkeypatch.delenv(host.SIMULATED_CPU_FLAGS)
     assert host.cpu_flags() == host.real_cpu_flags()
+
+
+def test_the_guard_names_a_test_by_file_name_or_listed_fixture_and_watches_the_differing_flags() -> None:
+    # tests/conftest.py fails a test that asks this CPU about a flag in DIFFERING_FLAGS unless it is listed
+    assert conditional_on_the_real_cpu("tests/test_main_job_e2e.py::test_x[a-b]", [])
+    assert conditional_on_the_real_cpu(
+        "tests/builds/test_builds_ladder.py::test_y", ["tmp_path", "served_rung"]
+    )
+    assert not conditional_on_the_real_cpu("tests/builds/test_builds_ladder.py::test_y", ["tmp_path"])
+    assert not conditional_on_the_real_cpu("tests/grid/test_grid_spec.py::test_z", ["served_rung"])
+    assert {"avx512f", "avx512bw", "amx_int8"} <= DIFFERING_FLAGS and not {"avx2", "sse2"} & DIFFERING_FLAGS
+    asked: list[str] = []
+    flags = WatchedFlags(frozenset({"avx2", "fma"}), asked)
+    assert "avx2" in flags and "avx512f" not in flags and "no_such_flag" not in flags
+    assert asked == ["avx2", "avx512f", "no_such_flag"] and set(asked) & DIFFERING_FLAGS == {"avx512f"}

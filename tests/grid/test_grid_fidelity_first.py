@@ -15,6 +15,7 @@ from _cpu import ENV as CPU_ENV
 from _cpu import HOSTS
 from rich.console import Console
 
+from agent_eval.builds.spec import load_builds
 from agent_eval.errors import ConfigError
 from agent_eval.fidelity import grid_hook
 from agent_eval.fidelity.early_warning import early_warning, read_warnings, record_warning
@@ -103,15 +104,14 @@ def hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[GridFidelity,
     monkeypatch.setattr(grid_hook, "probe_build", probe_build)
     monkeypatch.setattr(grid_hook, "schema_mask", lambda build, say: None)
     monkeypatch.setattr(grid_hook, "load_source_steps", lambda run_dir, source, reference: ([], {}))
-    builds = resolve_builds(GridSpec(tasks=["wifi_on"]))
-    return GridFidelity(tmp_path, builds.build_set.get("bf16"), said.append), said
+    return GridFidelity(tmp_path, load_builds().get("bf16"), said.append), said
 
 
 def test_the_early_warning_is_said_and_recorded_before_the_episodes_and_reaches_fidelity_json(
     hook: tuple[GridFidelity, list[str]], tmp_path: Path
 ) -> None:
     fidelity, said = hook
-    builds = resolve_builds(GridSpec(tasks=["wifi_on"])).build_set
+    builds = load_builds()  # the default file's builds, whichever this CPU runs
     endpoints: Any = {name: object() for name in ("bf16", "w8a8", "w4a16")}
     fidelity.probe([builds.get("bf16")], endpoints, reference_only=True)  # after the reference's episodes
     assert fidelity.warn_early([builds.get("bf16")], endpoints) == []  # the reference gets no warning
@@ -265,7 +265,7 @@ def test_the_scorecard_and_report_put_the_early_warning_beside_the_episode_verdi
     from agent_eval.scoring.scorecard import score_run
 
     fidelity, _ = hook
-    builds = resolve_builds(GridSpec(tasks=["wifi_on"])).build_set
+    builds = load_builds()  # the default file's builds, whichever this CPU runs
     endpoints: Any = {name: object() for name in ("bf16", "w8a8", "w4a16")}
     fidelity.probe([builds.get("bf16")], endpoints)
     fidelity.warn_early([builds.get("w4a16"), builds.get("w8a8")], endpoints)

