@@ -51,15 +51,11 @@ def _uses() -> dict[str, set[str]]:
     return uses
 
 
-def _listed(test: str) -> bool:
-    return test in CONDITIONAL_ON_THE_REAL_CPU or test.split("::")[0] in CONDITIONAL_ON_THE_REAL_CPU
-
-
 def test_every_test_that_reads_the_real_cpu_is_listed_with_why() -> None:
     uses = _uses()
     real = {test for test, names in uses.items() if names & REAL_CPU}
     assert real, "the scan found no CPU-dependent test: it is broken"
-    unlisted = sorted(t for t in real if not _listed(t))
+    unlisted = sorted(t for t in real if not conditional_on_the_real_cpu(f"tests/{t}", []))
     assert not unlisted, f"add these to CONDITIONAL_ON_THE_REAL_CPU in tests/_cpu.py with why: {unlisted}"
     for entry, why in CONDITIONAL_ON_THE_REAL_CPU.items():
         assert any(t == entry or t.startswith(f"{entry}::") for t in real), f"stale entry {entry!r}"
