@@ -7,6 +7,9 @@ the real CPU, so only a test that starts no engine on a simulated build can trus
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from agent_eval.builds.host import SIMULATED_CPU_FLAGS
 
 _X86_64 = "fpu sse sse2 ssse3 sse4_1 sse4_2 popcnt avx f16c fma bmi1 bmi2"
@@ -70,3 +73,22 @@ class WatchedFlags(frozenset[str]):
     def __contains__(self, flag: object) -> bool:
         self.asked.append(str(flag))
         return super().__contains__(flag)
+
+
+_READS_BY_DESIGN: list[bool] = []
+
+
+@contextmanager
+def reads_by_design() -> Iterator[None]:
+    """Flag reads inside are not the calling test's decision: preparing the builds this host can serve, for
+    the engine tests, reads this CPU's flags on purpose, once per test process, in whichever test asks
+    first."""
+    _READS_BY_DESIGN.append(True)
+    try:
+        yield
+    finally:
+        _READS_BY_DESIGN.pop()
+
+
+def reading_by_design() -> bool:
+    return bool(_READS_BY_DESIGN)

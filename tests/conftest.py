@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from _cpu import DIFFERING_FLAGS, WatchedFlags, conditional_on_the_real_cpu
+from _cpu import DIFFERING_FLAGS, WatchedFlags, conditional_on_the_real_cpu, reading_by_design
 
 from agent_eval.builds import host
 
@@ -32,7 +32,7 @@ def _cpu_decisions_are_simulated(
 
     def watched() -> frozenset[str]:
         flags = flags_of()
-        if os.environ.get(host.SIMULATED_CPU_FLAGS) is not None:
+        if os.environ.get(host.SIMULATED_CPU_FLAGS) is not None or reading_by_design():
             return flags
         return WatchedFlags(flags, asked)
 
