@@ -75,7 +75,7 @@ class WatchedFlags(frozenset[str]):
         return super().__contains__(flag)
 
 
-_READS_BY_DESIGN: list[bool] = []
+_reads_by_design = 0  # how many reads_by_design() blocks are open
 
 
 @contextmanager
@@ -83,12 +83,13 @@ def reads_by_design() -> Iterator[None]:
     """Flag reads inside are not the calling test's decision: preparing the builds this host can serve, for
     the engine tests, reads this CPU's flags on purpose, once per test process, in whichever test asks
     first."""
-    _READS_BY_DESIGN.append(True)
+    global _reads_by_design
+    _reads_by_design += 1
     try:
         yield
     finally:
-        _READS_BY_DESIGN.pop()
+        _reads_by_design -= 1
 
 
 def reading_by_design() -> bool:
-    return bool(_READS_BY_DESIGN)
+    return _reads_by_design > 0

@@ -104,8 +104,9 @@ def vllm_launch(build: Build, model_dir: Path, port: int) -> Launch:
         "VLLM_NO_USAGE_STATS": "1",
         "TOKENIZERS_PARALLELISM": "false",
     }
-    if "--distributed-executor-backend" not in args.extra_args:
-        command += ["--distributed-executor-backend", "uni"]
+    executor = "--distributed-executor-backend"
+    if not any(arg == executor or arg.startswith(f"{executor}=") for arg in args.extra_args):
+        command += [executor, "uni"]
         env.update(_worker_in_engine_core(build.pinning.cpu_ids()))
     if kv_gib.is_integer():
         env["VLLM_CPU_KVCACHE_SPACE"] = str(int(kv_gib))

@@ -34,3 +34,10 @@ def test_an_executor_the_build_names_is_left_as_it_is() -> None:
     assert launch.command.count("--distributed-executor-backend") == 1
     assert launch.command[-1] == "mp"
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in launch.env and "OMP_NUM_THREADS" not in launch.env
+
+
+def test_an_executor_named_with_an_equals_sign_is_left_as_it_is_too() -> None:
+    build = load_builds().get("bf16")
+    args = build.engine_args.model_copy(update={"extra_args": ["--distributed-executor-backend=mp"]})
+    launch = vllm_launch(build.model_copy(update={"engine_args": args}), Path("weights"), 8100)
+    assert "uni" not in launch.command and "VLLM_ENABLE_V1_MULTIPROCESSING" not in launch.env
