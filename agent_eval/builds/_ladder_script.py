@@ -44,6 +44,10 @@ def _calibration(job: dict[str, Any], tokenizer: Any) -> Any:
     return Dataset.from_dict({"input_ids": ids, "attention_mask": [[1] * len(x) for x in ids]})
 
 
+# Layers of one shape per GPTQ batch: SmolLM2-135M has 60 of its largest group (q and o, gate and up).
+_GPTQ_BATCH = 64
+
+
 def ladder(job: dict[str, Any]) -> None:
     """A round (RTN), gptq or awq job: quantize the source with llmcompressor, then save compressed or
     rounded. AWQ first scales each norm → projection pair by a grid search on the calibration activations,
@@ -75,7 +79,12 @@ def ladder(job: dict[str, Any]) -> None:
             _no_pinning_without_an_accelerator()
             norms, recipe = _norm_weights(model), [AWQModifier(n_grid=job["search_points"]), rtn]
         else:
-            norms, recipe = None, GPTQModifier(config_groups=groups, ignore=["lm_head"], actorder=None)
+            # Same-shaped layers of all 30 blocks are solved together: llmcompressor batches them only on a
+            # GPU unless told how many. GPTQ's column loop then runs once per shape, not once per layer.
+            gptq = GPTQModifier(
+                config_groups=groups, ignore=["lm_head"], actorder=None, batched_quantization=_GPTQ_BATCH
+            )
+            norms, recipe = None, gptq
         oneshot(
             model=model,
             dataset=data,
