@@ -174,6 +174,11 @@ class ClusterEngines:
         with contextlib.suppress(Exception):
             ray.kill(live.actor)
 
+    def died(self, name: str) -> bool:
+        """Whether the engine serving `name` has died, or its actor is gone."""
+        live = self.live.get(name)
+        return live is not None and live.actor is not None and self._alive(live) is not True
+
     def _alive(self, live: _Live) -> bool | None:
         """True: answers; False: the engine died in a live actor; None: the actor (or its node) is gone."""
         ray = ray_module()

@@ -321,6 +321,7 @@ class _Grid:
             max_attempts=self.spec.max_attempts,
             on_episode=self._finished,
             on_tail=on_tail,
+            engine_died=self.engines.died,
         )
         self.result.add(summary)
         self.devices = [d for d in self.devices if d.serial not in summary.retired_devices]

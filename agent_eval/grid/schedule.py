@@ -108,6 +108,11 @@ class Engines:
         """Where each build being served answers, by build name."""
         return {name: live.served.endpoint for name, live in self.live.items()}
 
+    def died(self, name: str) -> bool:
+        """Whether the engine serving `name` has died (its server process is gone)."""
+        live = self.live.get(name)
+        return live is not None and not live.served.alive()
+
     def _port(self, build: Build) -> int | None:
         if not build.kind.starts_server:
             return None

@@ -141,15 +141,18 @@ def run_cells(
     on_episode: EpisodeCallback | None = None,
     snapshot: str | None = "default_boot",
     on_tail: Callable[[], None] | None = None,
+    engine_died: Callable[[str], bool] | None = None,
 ) -> RunSummary:
     """Run every cell the store has not finished, one device (or seat) per worker, in the order given.
 
     Each attempt (infra errors included) is appended to the store as it ends and passed to `on_episode`.
     A cell gets up to `max_attempts` attempts in this call; after `give_up_after` cells in a row used up
-    theirs (a dead endpoint, say), the run stops and leaves the rest for a rerun. A TaskError (a broken
-    task) stops the run and is raised. `on_tail` is called once, from a worker, when a device finds no cell
-    left while others still play: the tail, where the cells left are fewer than the devices (a grid starts
-    the next build's engine there).
+    theirs (a dead endpoint, say), the run stops and leaves the rest for a rerun. `engine_died(build)`, asked
+    after an infra-error attempt, says whether that build's engine is known to be dead: then the cell goes
+    back unplayed and the run stops at once (its caller restarts the engine and runs what is left), instead
+    of spending every cell's attempts on it. A TaskError (a broken task) stops the run and is raised.
+    `on_tail` is called once, from a worker, when a device finds no cell left while others still play: the
+    tail, where the cells left are fewer than the devices (a grid starts the next build's engine there).
     """
     if not devices:
         raise InfraError("no device to run episodes on")
@@ -157,7 +160,7 @@ def run_cells(
     if missing:
         raise ValueError(f"no agent for build(s) {', '.join(missing)}")
     session = _Session(agents, store, max_attempts, give_up_after, on_episode, snapshot)
-    session.on_tail = on_tail
+    session.on_tail, session.engine_died = on_tail, engine_died
     session.queue(cells)
     session.run([as_seat(d) for d in devices])
     return session.summary
@@ -187,6 +190,7 @@ class _Session:
         self.failure: list[BaseException] = []
         self.failed_in_a_row = 0
         self.on_tail: Callable[[], None] | None = None
+        self.engine_died: Callable[[str], bool] | None = None
         self.tail_seen = False
         self.busy = (
             0  # workers playing a cell: a lost device requeues its cell, so an empty queue is not the end
@@ -255,9 +259,20 @@ class _Session:
                     self.summary.retired_devices.append(device.serial)
                 self.todo.put(cell)  # another device may still run it
                 return False
+            if self.engine_died is not None and self.engine_died(cell.build):
+                self.stop_for_engine(cell)
+                return True
             if attempt == self.max_attempts:
                 self.out_of_attempts(record)
         return True
+
+    def stop_for_engine(self, cell: Cell) -> None:
+        """The cell's engine is dead: put the cell back and stop, so its attempts wait for a restart."""
+        self.todo.put(cell)
+        with self.lock:
+            if self.summary.gave_up is None:
+                self.summary.gave_up = f"stopped: the engine of {cell.build} died"
+            self.stop.set()
 
     def out_of_attempts(self, record: EpisodeRecord) -> None:
         with self.lock:

@@ -232,7 +232,9 @@ class _Seat:
     def play(self, cell: Any, agent: Any, attempt: Any) -> Any:
         from datetime import UTC, datetime
 
-        from agent_eval.records import EpisodeRecord, Outcome, StepLatency
+        from _seat_records import seat_record
+
+        from agent_eval.records import Outcome
 
         started = datetime.now(UTC)
         with self.lock:
@@ -240,19 +242,7 @@ class _Seat:
         time.sleep(self.seconds[cell.seed])
         with self.lock:
             self.playing.discard(cell.seed)
-        return EpisodeRecord(
-            run_id=attempt.run_id,
-            build=cell.build,
-            task_id=cell.task.id,
-            seed=cell.seed,
-            outcome=Outcome.SUCCESS,
-            reached=True,
-            success=True,
-            started_at=started,
-            finished_at=datetime.now(UTC),
-            latency=StepLatency(model_s=0.0),
-            device=self.serial,
-        )
+        return seat_record(cell, attempt, self.serial, started, Outcome.SUCCESS)
 
     def still_online(self) -> bool:
         return True
