@@ -1,17 +1,18 @@
 """Benchmark: training throughput of `tune train`'s optimiser step under each arithmetic setting.
 
-Loads one LoRA model per setting of (attention, bf16 autocast) and runs each batch of a collected dataset
-(length-grouped as training groups them) through every setting in turn, so that a busy or drifting host
-slows all settings alike. Prints training tokens per second (non-padding tokens, as `tune train` counts
-them) and the mean loss over the timed steps, which shows the settings learn alike.
+Loads one LoRA model per setting of (attention, bf16 autocast, the base's dtype) and runs each batch of a
+collected dataset (length-grouped as training groups them) through every setting in turn, so that a busy or
+drifting host slows all settings alike. Prints training tokens per second (non-padding tokens, as `tune
+train` counts them) and the mean loss over the timed steps, which shows the settings learn alike.
 
-    .venv/bin/python bench/bench_train.py runs/tune/data [--steps 30] [--warmup 3]
+    .venv/bin/python bench/bench_train.py runs/tune/data [--steps 30] [--warmup 3] [--settings 3,4]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,15 @@ from agent_eval.tune.dataset import read_dataset
 from agent_eval.tune.train import TrainConfig, answer_loss, load_base
 
 Attention = Literal["eager", "sdpa"]
-SETTINGS: list[tuple[Attention, bool]] = [("sdpa", False), ("eager", False), ("sdpa", True), ("eager", True)]
+BaseDtype = Literal["bfloat16", "float32"]
+SETTINGS: list[tuple[Attention, bool, BaseDtype]] = [
+    ("sdpa", False, "bfloat16"),
+    ("eager", False, "bfloat16"),
+    ("sdpa", True, "bfloat16"),
+    ("eager", True, "bfloat16"),  # the shipped recipe
+    ("eager", False, "float32"),  # every product in float32: no bf16 arithmetic for a CPU that lacks it
+    ("sdpa", False, "float32"),
+]
 
 
 @dataclass
@@ -31,6 +40,7 @@ class Trainee:
 
     attention: Attention
     autocast: bool
+    base_dtype: BaseDtype
     model: Any
     optimizer: Any
     tokens: int = 0
@@ -51,19 +61,21 @@ class Trainee:
     def line(self) -> str:
         lora = "bf16 autocast" if self.autocast else "float32 LoRA"
         return (
-            f"{self.attention:5s} {lora:13s}: {self.tokens / self.seconds:6.0f} tok/s "
+            f"{self.attention:5s} {lora:13s} {self.base_dtype:8s} base: "
+            f"{self.tokens / self.seconds:6.0f} tok/s "
             f"({self.tokens} tokens), mean loss {statistics.mean(self.losses):.4f}"
         )
 
 
-def trainee(base: Path, attention: Attention, autocast: bool) -> tuple[Trainee, Any]:
+def trainee(base: Path, attention: Attention, autocast: bool, dtype: BaseDtype) -> tuple[Trainee, Any]:
     import torch
 
-    model, tokenizer = load_base(base, TrainConfig(attention=attention, bf16_autocast=autocast))
+    cfg = TrainConfig(attention=attention, bf16_autocast=autocast, base_dtype=dtype)
+    model, tokenizer = load_base(base, cfg)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.0)
     model.train()
-    return Trainee(attention, autocast, model, optimizer), tokenizer
+    return Trainee(attention, autocast, dtype, model, optimizer), tokenizer
 
 
 def main() -> None:
@@ -75,9 +87,15 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument(
+        "--settings",
+        default=",".join(str(i) for i in range(len(SETTINGS))),
+        help="which SETTINGS to time, by index (e.g. 3,4: the shipped recipe against float32 throughout)",
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    loaded = [trainee(args.base, attention, autocast) for attention, autocast in SETTINGS]
+    chosen = [SETTINGS[int(i)] for i in args.settings.split(",")]
+    loaded = [trainee(args.base, *setting) for setting in chosen]
     tokenizer = loaded[0][1]
     examples, _ = read_dataset(args.data)
     items = [encode(ex, tokenizer) for ex in examples]
@@ -88,6 +106,7 @@ def main() -> None:
         batch = collate([items[i] for i in indices], pad)
         for each, _ in loaded:  # every setting on the same batch, one after the other: drift hits all alike
             each.step(batch, timed=n >= args.warmup)
+        print(f"step {n + 1} of {args.warmup + args.steps} done", file=sys.stderr, flush=True)
     print(f"{args.steps} steps each after {args.warmup} warm-up steps, {args.threads} threads")
     for each, _ in loaded:
         print(each.line())

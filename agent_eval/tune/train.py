@@ -54,6 +54,9 @@ class TrainConfig:
     easy_share: float = 0.25  # ... and this share of the others
     attention: Literal["eager", "sdpa"] = "eager"  # eager is faster on short prompts on the CPU
     bf16_autocast: bool = True  # LoRA arithmetic in bf16, float32 master weights (False: float32 arithmetic)
+    # The frozen base's weights: bf16 (half the memory), or float32, whose arithmetic a CPU without native
+    # bf16 (AVX2-only) may do faster; with float32, bf16_autocast False makes every product float32.
+    base_dtype: Literal["bfloat16", "float32"] = "bfloat16"
 
 
 @dataclass
@@ -90,7 +93,7 @@ def load_base(base_dir: Path, cfg: TrainConfig) -> tuple[Any, Any]:
     random.seed(cfg.seed)
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
     model = AutoModelForCausalLM.from_pretrained(
-        base_dir, dtype=torch.bfloat16, attn_implementation=cfg.attention
+        base_dir, dtype=getattr(torch, cfg.base_dtype), attn_implementation=cfg.attention
     )
     lora = LoraConfig(
         r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=0.0, target_modules=list(LORA_TARGETS), bias="none"
