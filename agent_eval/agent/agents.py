@@ -15,7 +15,7 @@ from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Policy
 from agent_eval.agent.prompt import ChatFormat, action_schema, build_prompt
 from agent_eval.builds.chat_client import ChatClient
-from agent_eval.builds.spec import Build, add_build_check
+from agent_eval.builds.spec import Build, add_build_check, declare_prompt_extension
 from agent_eval.errors import ConfigError
 from agent_eval.registry import Registry
 from agent_eval.screen.observation import Observation
@@ -48,6 +48,9 @@ class PromptAgent:
     parse: AnswerParser = parse_action
     needs_images: bool = False  # the shipped formats add the screenshot only when the build sends it
     history_len: int | None = 4  # the steps of history its format is given (None: the whole episode's)
+    # The agent whose prompts this one's are, byte for byte, plus lines of its own in some steps: a model
+    # tuned on those may be served with this agent (`builds prepare` merges its adapter under it).
+    extends: str | None = None
 
     def policy(self, client: ChatClient) -> Policy:
         return LLMPolicy(
@@ -63,8 +66,12 @@ AGENTS: Registry[Agent] = Registry("agent")
 
 
 def register_agent(agent: Agent) -> None:
-    """Make `agent` choosable by its name (a later registration under the same name replaces it)."""
+    """Make `agent` choosable by its name (a later registration under the same name replaces it). An agent
+    with `extends` (another agent's name) may play a model tuned on that agent's prompts."""
     AGENTS.register(agent.name, agent)
+    extends = getattr(agent, "extends", None)
+    if isinstance(extends, str):
+        declare_prompt_extension(agent.name, extends)
 
 
 def get_agent(name: str | None = None) -> Agent:
@@ -101,4 +108,6 @@ add_build_check(fits_its_engine)
 register_agent(PromptAgent(DEFAULT_AGENT, build_prompt, action_schema))
 register_agent(PromptAgent("compact", compact.build_prompt, action_schema))  # the tuned default agent
 # `compact` with what was read before the latest app switch; its format cuts the history itself.
-register_agent(PromptAgent("compact-noted", noted.build_prompt, action_schema, history_len=None))
+register_agent(
+    PromptAgent("compact-noted", noted.build_prompt, action_schema, history_len=None, extends="compact")
+)

@@ -16,7 +16,7 @@ from agent_eval.builds.prepare_ladder import LADDER
 from agent_eval.builds.quant_env import run_quant_tools
 from agent_eval.builds.recipes import Plan, Recipe, RecipeKind, Say, Step, Weights, register_recipe_kind
 from agent_eval.builds.rungs import effective_bits, grid_rung
-from agent_eval.builds.spec import repo_root
+from agent_eval.builds.spec import repo_root, sends_the_prompts_of
 from agent_eval.errors import BuildError
 from agent_eval.records import RungInfo
 
@@ -177,12 +177,12 @@ class MergeAdapter:
         adapter = repo_root() / named
         manifest = read_adapter(adapter)  # checks the file against its manifest (hash) once
         tuned_for = manifest.prompt_format
-        if tuned_for != (step.build.agent or "default"):
+        if not sends_the_prompts_of(step.build.agent or "default", tuned_for):
             agent = f"agent is {step.build.agent!r}" if step.build.agent else "names no agent (the default)"
             raise BuildError(
                 f"build '{step.build.name}': its adapter {named} was tuned on the prompts of the agent "
-                f"{tuned_for!r}, and the build {agent}; set `agent: {tuned_for}` (a tuned model is served "
-                "the prompts it was trained on)"
+                f"{tuned_for!r}, and the build {agent}; set `agent: {tuned_for}` or an agent that extends "
+                "its prompts (a tuned model is served the prompts it was trained on)"
             )
 
         def make(say: Say) -> dict[str, Any]:

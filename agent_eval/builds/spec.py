@@ -124,6 +124,29 @@ def add_build_check(check: Callable[[Build], None]) -> None:
     _BUILD_CHECKS.append(check)
 
 
+# Agents whose prompts extend another agent's (declared by the agent plug point as it registers them).
+_EXTENDS: dict[str, str] = {}
+
+
+def declare_prompt_extension(agent: str, extends: str) -> None:
+    """`agent` sends `extends`'s prompts byte for byte, plus lines of its own in some steps: a model tuned
+    on `extends`'s prompts may be served with it."""
+    _EXTENDS[agent] = extends
+
+
+def sends_the_prompts_of(agent: str, tuned_for: str) -> bool:
+    """Whether a build played by `agent` sends the prompts a model tuned for `tuned_for` was trained on:
+    the same agent, or one that extends it (directly or through others)."""
+    seen: set[str] = set()
+    current: str | None = agent
+    while current is not None and current not in seen:
+        if current == tuned_for:
+            return True
+        seen.add(current)
+        current = _EXTENDS.get(current)
+    return False
+
+
 class Build(StrictModel):
     """One build: a model served one way. `model_path` resolves against the repo's models/ directory."""
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 import torch
 from safetensors.torch import save_file
 
-from agent_eval.builds import prepare
+from agent_eval.builds import prepare, spec
 from agent_eval.builds.adapter import (
     ADAPTER_FILE,
     MANIFEST_FILE,
@@ -20,7 +21,7 @@ from agent_eval.builds.adapter import (
     sha256_file,
 )
 from agent_eval.builds.prepare import weights_hash
-from agent_eval.builds.spec import parse_builds, repo_root
+from agent_eval.builds.spec import declare_prompt_extension, parse_builds, repo_root, sends_the_prompts_of
 from agent_eval.errors import BuildError
 
 SHIPPED = repo_root() / "adapters" / "smollm2-135m-agent"
@@ -96,6 +97,21 @@ def test_the_shipped_adapter_matches_its_manifest() -> None:
     assert not set(extra["held_out_tasks"]) & set(extra["tasks_used"])
 
 
+def _base_and_tuned(base: Path, adapter: Path, agent: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Build entries: the base (the reference) and `tuned`, the adapter merged into it, played by `agent`."""
+    plain = {"name": "base", "reference": True, "scheme": "bf16", "engine": "vllm-cpu"}
+    plain["model_path"] = str(base)
+    tuned = {
+        "name": "tuned",
+        "scheme": "bf16",
+        "engine": "vllm-cpu",
+        "model_path": "tuned",
+        "prepare": {"kind": "merge-adapter", "source": "base", "adapter": str(adapter)},
+        **({"agent": agent} if agent else {}),
+    }
+    return plain, tuned
+
+
 @pytest.mark.parametrize("agent", [None, "compact"])
 def test_a_build_whose_agent_is_not_the_one_its_adapter_was_tuned_for_is_refused(
     agent: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -108,21 +124,7 @@ def test_a_build_whose_agent_is_not_the_one_its_adapter_was_tuned_for_is_refused
     adapter = tiny_adapter(tmp_path / "adapter")
     manifest = json.loads((adapter / MANIFEST_FILE).read_text())
     (adapter / MANIFEST_FILE).write_text(json.dumps({**manifest, "prompt_format": "compact-noted"}))
-    tuned = {
-        "name": "tuned",
-        "scheme": "bf16",
-        "engine": "vllm-cpu",
-        "model_path": "tuned",
-        "prepare": {"kind": "merge-adapter", "source": "base", "adapter": str(adapter)},
-        **({"agent": agent} if agent else {}),
-    }
-    plain = {
-        "name": "base",
-        "reference": True,
-        "scheme": "bf16",
-        "engine": "vllm-cpu",
-        "model_path": str(base),
-    }
+    plain, tuned = _base_and_tuned(base, adapter, agent)
     builds = parse_builds({"builds": [plain, tuned]}, "test")
     said = "agent is 'compact'" if agent else r"names no agent \(the default\)"
     refused = (
@@ -136,3 +138,48 @@ def test_a_build_whose_agent_is_not_the_one_its_adapter_was_tuned_for_is_refused
         parse_builds({"builds": [plain, {**tuned, "agent": "compact"}]}, "test"), say=lambda _: None
     )
     assert "tuned" in ready and (tmp_path / "models" / "tuned" / "model.safetensors").is_file()
+
+
+def test_an_agent_that_extends_the_adapter_s_prompts_may_play_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # compact-noted sends compact's prompts byte for byte plus a `Noted:` line after an app switch: a model
+    # tuned on compact's prompts may be served with it; the other way round it may not (above).
+    import agent_eval.agent.agents  # noqa: F401  (registers the shipped agents and what they extend)
+
+    assert sends_the_prompts_of("compact-noted", "compact")
+    assert not sends_the_prompts_of("compact", "compact-noted")
+    assert not sends_the_prompts_of("default", "compact")
+    monkeypatch.setenv("AGENT_EVAL_MODELS", str(tmp_path / "models"))
+    (tmp_path / "models").mkdir()
+    base = tiny_base(tmp_path / "models" / "base")
+    adapter = tiny_adapter(tmp_path / "adapter")  # its manifest says compact
+    assert json.loads((adapter / MANIFEST_FILE).read_text())["prompt_format"] == "compact"
+    plain, tuned = _base_and_tuned(base, adapter, "compact-noted")
+    ready = prepare(parse_builds({"builds": [plain, tuned]}, "test"), say=lambda _: None)
+    assert "tuned" in ready and (tmp_path / "models" / "tuned" / "model.safetensors").is_file()
+
+
+def test_an_extension_cycle_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spec, "_EXTENDS", {})
+    declare_prompt_extension("loop-a", "loop-b")
+    declare_prompt_extension("loop-b", "loop-a")
+    assert sends_the_prompts_of("loop-a", "loop-b") and not sends_the_prompts_of("loop-a", "compact")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("base_dtype", ["bfloat16", "float32"])
+def test_the_base_is_loaded_in_the_dtype_asked_and_the_adapter_trains_in_float32(
+    base_dtype: Literal["bfloat16", "float32"],
+) -> None:
+    from _engines import prepared_default_builds
+
+    from agent_eval.tune.train import TrainConfig, load_base
+
+    builds, _ = prepared_default_builds()
+    base = builds.get("bf16-base").resolved_path()
+    assert base is not None
+    model, _ = load_base(base, TrainConfig(base_dtype=base_dtype, bf16_autocast=base_dtype == "bfloat16"))
+    frozen = {p.dtype for p in model.parameters() if not p.requires_grad}
+    trained = {p.dtype for p in model.parameters() if p.requires_grad}
+    assert frozen == {getattr(torch, base_dtype)} and trained == {torch.float32}
