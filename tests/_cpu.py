@@ -34,8 +34,12 @@ CONDITIONAL_ON_THE_REAL_CPU = {
     ),
     "test_main_job_e2e.py": "plays every default build this CPU can run (as test_builds_engine.py)",
     "builds/test_builds_ladder.py::served_rung": (
-        "serves the GPTQ int4 rung in its own int4 format where vLLM's int4 kernel exists (AVX-512), else as "
-        "its rounded bf16 twin: the same GPTQ recipe, served by every CPU"
+        "serves the GPTQ int4 rung in its own int4 format where vLLM's int4 kernel exists (AVX-512); "
+        "elsewhere its rounded bf16 twin is prepared and checked without an engine, as each calibrated rung"
+    ),
+    "builds/test_builds_ladder.py::test_each_calibrated_recipe_kind_records_its_rung": (
+        "prepares the GPTQ int4 rung in its own int4 format where vLLM's int4 kernel exists (AVX-512), "
+        "else its rounded bf16 twin, as served_rung serves it"
     ),
     "builds/test_builds_spec.py::test_the_real_cpu_decides_the_default_builds": (
         "checks that without a simulated flag set the decisions follow this CPU's /proc/cpuinfo flags"

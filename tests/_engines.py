@@ -5,12 +5,14 @@ Preparing writes into the repo's models/ dir (or $AGENT_EVAL_MODELS), so later s
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from functools import cache
+from pathlib import Path
 
 import psutil
 from _cpu import reads_by_design
 
-from agent_eval.builds import BuildSet, load_builds, prepare, unavailable_reason
+from agent_eval.builds import BuildSet, ServedBuild, load_builds, prepare, serve, unavailable_reason
 
 
 @cache
@@ -47,3 +49,26 @@ def guards_of(harness: int) -> list[int]:
         if any(part.endswith("_guard.py") for part in line) and str(harness) in line:
             found.append(int(proc.info["pid"]))
     return found
+
+
+class SharedReference:
+    """The default reference build's server, started on first use and shared by the tests that only talk to
+    it (a vLLM start costs ~40 s on an AVX2 host). A test may kill it: the next user gets a fresh server."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self._run_dir = run_dir
+        self._stack = ExitStack()
+        self._served: ServedBuild | None = None
+        self._starts = 0
+
+    def get(self) -> ServedBuild:
+        if self._served is None or not self._served.alive():
+            self._stack.close()
+            self._starts += 1
+            builds, _ = prepared_default_builds()
+            run_dir = self._run_dir / f"start-{self._starts}"
+            self._served = self._stack.enter_context(serve(builds.reference, run_dir))
+        return self._served
+
+    def close(self) -> None:
+        self._stack.close()

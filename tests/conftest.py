@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from _cpu import DIFFERING_FLAGS, WatchedFlags, conditional_on_the_real_cpu, reading_by_design
+from _engines import SharedReference
 
 from agent_eval.builds import host
 
@@ -44,3 +45,13 @@ def _cpu_decisions_are_simulated(
         "takes another branch there. Simulate each kind (monkeypatch.setenv(_cpu.ENV, _cpu.HOSTS[kind])), or "
         "list the test in tests/_cpu.py's CONDITIONAL_ON_THE_REAL_CPU with why"
     )
+
+
+@pytest.fixture(scope="session")
+def shared_reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedReference]:
+    """The default reference build's engine, one per session for the engine tests that only talk to it."""
+    shared = SharedReference(tmp_path_factory.mktemp("reference-engine"))
+    try:
+        yield shared
+    finally:
+        shared.close()

@@ -18,7 +18,13 @@ from _cpu import (
 from agent_eval.builds import host
 
 TESTS = Path(__file__).resolve().parent
-REAL_CPU = {"real_cpu_flags", "servable_vllm_schemes", "servable_default_builds", "_gptq_int4_test_name"}
+REAL_CPU = {
+    "real_cpu_flags",
+    "servable_vllm_schemes",
+    "servable_default_builds",
+    "_gptq_int4_test_name",
+    "_served_rungs",
+}
 """Names whose value is this CPU's: a test or fixture that uses one runs differently by CPU kind."""
 
 

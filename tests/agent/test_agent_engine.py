@@ -13,9 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from _engines import prepared_default_builds
+from _engines import SharedReference
 
-from agent_eval.builds import serve
 from virtual_phone import start_fleet
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,11 +23,13 @@ AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
 
-def test_the_reference_build_plays_wifi_on_with_every_answer_parsed(tmp_path: Path) -> None:
-    builds, _ = prepared_default_builds()
-    reference = builds.reference
+def test_the_reference_build_plays_wifi_on_with_every_answer_parsed(
+    tmp_path: Path, shared_reference: SharedReference
+) -> None:
+    served = shared_reference.get()  # the reference's engine, shared with tests/builds/test_builds_engine.py
+    reference = served.build
     run_dir = tmp_path / "run"
-    with serve(reference, tmp_path / "engine") as served, start_fleet(count=1, base_port=5840) as fleet:
+    with start_fleet(count=1, base_port=5840) as fleet:
         endpoint = served.endpoint
         args = [AGENT_EVAL, "run", str(REPO / "tasks" / "wifi_on.yaml"), "--endpoint", endpoint.base_url]
         args += ["--model", endpoint.model, "--device", fleet.serials[0], "--run-dir", str(run_dir)]

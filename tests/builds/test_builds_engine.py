@@ -1,7 +1,8 @@
 """Each default vLLM weight scheme, prepared and served on the real CPU engine the way `agent-eval run` serves
 it (one build per scheme: bf16-base is served like bf16, and the main-job test serves it).
 
-One server at a time: each build's server starts once for this module and is shared by its tests.
+One server at a time: each build's server starts once for this module and is shared by its tests (the
+reference's once per session, shared with the agent test too).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _engines import prepared_default_builds, servable_vllm_schemes
+from _engines import SharedReference, prepared_default_builds, servable_vllm_schemes
 
 from agent_eval.agent.prompt import action_schema
 from agent_eval.builds import ServedBuild, serve
@@ -51,6 +52,10 @@ PROMPT = [
 @pytest.fixture(scope="module", params=servable_vllm_schemes())
 def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedBuild]:
     builds, _ = prepared_default_builds()
+    if request.param == builds.reference.name:  # the session's reference engine (the agent test's too)
+        shared: SharedReference = request.getfixturevalue("shared_reference")
+        yield shared.get()
+        return
     run_dir = tmp_path_factory.mktemp(f"run-{request.param}")
     with serve(builds.get(request.param), run_dir) as served_build:
         yield served_build

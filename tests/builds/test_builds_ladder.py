@@ -1,8 +1,12 @@
 """The quantization ladder: recipes that fail clearly, rounded weights exactly on their grid, the knee
-sentence, and each new recipe kind ('round', 'gptq', 'awq') prepared and answered from by the real vLLM
-server.
+sentence, and each new recipe kind ('round', 'gptq', 'awq') prepared, with its rung recorded, and answered
+from by the real vLLM server.
 
-Engine tests start one server per new recipe kind (three in all); prepared rungs are cached in models/.
+Every rounded rung is saved by the same code as a plain bf16 checkpoint, so one of them (RTN int3) is served
+to show they load and answer; the calibrated rungs are prepared and checked without an engine start (their
+rounded weights are finite and take at most 16 values per group of 64; prepare itself refuses an AWQ that
+scaled nothing). Where vLLM has the int4 kernel (AVX-512), the GPTQ int4 rung is also served in its own
+format. Prepared rungs are cached in models/.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from safetensors.torch import load_file
 
 from agent_eval.builds import BuildSet, ServedBuild, load_builds, prepare, serve, unavailable_reason
 from agent_eval.builds.chat_client import ChatClient
+from agent_eval.builds.prepare import verify
 from agent_eval.builds.prepare_ladder import calibration_set, check_group_size
 from agent_eval.builds.spec import parse_builds, repo_root
 from agent_eval.errors import BuildError, ConfigError
@@ -285,7 +290,7 @@ def _kind_builds() -> BuildSet:
     """The round rung of builds/ladder.yaml, a GPTQ int4 rung and a rounded AWQ int4 rung calibrated on
     tests/data (all cached; GPTQ on 4 prompts; AWQ on 1, with 4 scales searched per layer pair instead of
     20: its search is the slow part on CPU, and its setup took 258 s in CI on an AVX2 host with 20, whose
-    bf16 arithmetic is slow; GPTQ on 8 prompts took 192 s)."""
+    bf16 arithmetic is slow; GPTQ on 4 prompts takes ~120 s there, its calibration passes ~70 s of it)."""
     builds = load_builds(LADDER)
     calibration = str(CALIBRATION.relative_to(repo_root()))
     gptq = builds.get("gptq-int4-g64").model_dump(exclude_defaults=True)
@@ -303,19 +308,31 @@ def _kind_builds() -> BuildSet:
     return parse_builds({"builds": [*kept, gptq, awq]}, "test ladder")
 
 
-@pytest.fixture(scope="module", params=["int3-g64-dq", _gptq_int4_test_name(), "awq-int4-g64-dq-test"])
+def _served_rungs() -> list[str]:
+    """The rungs served here: the RTN int3 rung (for every rounded rung), and the GPTQ int4 rung where it is
+    served in its own format."""
+    own = _gptq_int4_test_name()
+    return ["int3-g64-dq", *([own] if own == "gptq-int4-g64-test" else [])]
+
+
+def _prepared_kind(name: str) -> BuildSet:
+    builds = _kind_builds()
+    prepare(builds, only=[name], say=lambda line: print(f"[prepare] {line}", flush=True))
+    return builds
+
+
+@pytest.fixture(scope="module", params=_served_rungs())
 def served_rung(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServedBuild]:
-    builds = _kind_builds()
-    prepare(builds, only=[request.param], say=lambda line: print(f"[prepare] {line}", flush=True))
+    builds = _prepared_kind(request.param)
     with serve(builds.get(request.param), tmp_path_factory.mktemp(f"run-{request.param}")) as served:
         yield served
 
 
 @pytest.mark.engine
 @pytest.mark.slow
-def test_each_new_recipe_kind_is_served_and_answers(served_rung: ServedBuild) -> None:
+def test_a_served_rung_answers_and_names_its_rung(served_rung: ServedBuild) -> None:
     with ChatClient(served_rung.endpoint) as client:
         text = client.chat(PROMPT, json_schema=SCHEMA, seed=0).text
     # A low rung may ramble inside the schema (int3 writes a 100-digit element number and hits max_tokens):
@@ -335,14 +352,37 @@ def test_each_new_recipe_kind_is_served_and_answers(served_rung: ServedBuild) ->
             "bf16",
         )
         assert rung.calibration_hash is None and served_rung.manifest.bits_per_weight == 3.5
-    elif served_rung.build.name == "awq-int4-g64-dq-test":
+    else:
+        assert (rung.method, rung.bits, rung.served) == ("gptq", 4, "own")
+        assert rung.calibration_hash is not None and rung.calibration_hash.startswith("sha256:")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [_gptq_int4_test_name(), "awq-int4-g64-dq-test"])
+def test_each_calibrated_recipe_kind_records_its_rung(name: str) -> None:
+    builds = _prepared_kind(name)
+    build = builds.get(name)
+    manifest = build.manifest(verify(build))
+    rung = manifest.rung
+    assert rung is not None and rung.weights_hash == manifest.weights_hash
+    assert rung.calibration_hash is not None and rung.calibration_hash.startswith("sha256:")
+    if name == "awq-int4-g64-dq-test":
         # prepare refuses an AWQ that smoothed nothing (that would be RTN under AWQ's name)
         assert (rung.method, rung.bits, rung.group_size, rung.served) == ("awq", 4, 64, "bf16")
-        assert rung.calibration_hash is not None and rung.calibration_hash.startswith("sha256:")
     else:
-        served = "own" if served_rung.build.name == "gptq-int4-g64-test" else "bf16"
+        served = "own" if name == "gptq-int4-g64-test" else "bf16"
         assert (rung.method, rung.bits, rung.served) == ("gptq", 4, served)
-        assert rung.calibration_hash is not None and rung.calibration_hash.startswith("sha256:")
+    if rung.served == "bf16":  # a rounded checkpoint: every weight finite, each row group on 16 levels
+        weights = _weights(builds, name)
+        layers = [k for k in weights if k.endswith("proj.weight")]
+        assert len(layers) == 30 * 7
+        for layer in layers:
+            w = weights[layer].float()
+            assert torch.isfinite(w).all(), layer
+            levels = max(
+                len(torch.unique(w.reshape(w.shape[0], -1, 64)[r, g])) for r in (0, -1) for g in (0, -1)
+            )
+            assert levels <= 16, (layer, levels)
 
 
 def test_a_rung_label_says_what_the_rung_is_in_words() -> None:
