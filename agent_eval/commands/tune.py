@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from agent_eval.builds.spec import models_dir, repo_root
+from agent_eval.tune.arithmetic import ARITHMETIC_CHOICES, choose_arithmetic
 from agent_eval.tune.collect import (
     PROMPT_FORMATS,
     add_collect_time,
@@ -208,11 +209,12 @@ def _say_dataset(s: DatasetSummary) -> None:
 @click.option("--easy-share", default=0.25, show_default=True, help="... and this share of the others.")
 @click.option(
     "--arithmetic",
-    type=click.Choice(["bf16", "float32"]),
-    default="bf16",
+    type=click.Choice(list(ARITHMETIC_CHOICES)),
+    default="auto",
     show_default=True,
     help="bf16: the base in bf16 under bf16 autocast (fast where the CPU has bf16 instructions); "
-    "float32: every product in float32 (~30x faster than bf16 on an AVX2-only CPU; docs/tuning.md).",
+    "float32: every product in float32 (~30x faster than bf16 on an AVX2-only CPU; docs/tuning.md); "
+    "auto: bf16 where the CPU has avx512_bf16 or amx_bf16, else float32.",
 )
 @click.option("--seed", default=0, show_default=True)
 @click.pass_context
@@ -236,6 +238,8 @@ def train_command(
 
     work = _work(ctx)
     examples, summary = read_dataset(work / "data")
+    chosen = choose_arithmetic(arithmetic)
+    click.echo(f"arithmetic: {chosen.arithmetic} ({chosen.why})")
     cfg = TrainConfig(
         rank=rank,
         alpha=2 * rank,
@@ -248,8 +252,8 @@ def train_command(
         task_floor=task_floor,
         focus_loss=focus_loss or None,
         easy_share=easy_share,
-        bf16_autocast=arithmetic == "bf16",
-        base_dtype="bfloat16" if arithmetic == "bf16" else "float32",
+        bf16_autocast=chosen.bf16_autocast,
+        base_dtype=chosen.base_dtype,
     )
     out = work / "train"
     out.mkdir(parents=True, exist_ok=True)
