@@ -20,7 +20,7 @@ BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 @dataclass(frozen=True)
 class ArithmeticChoice:
-    """The arithmetic a training run uses, and why (said to the user and kept in the run's config)."""
+    """The arithmetic a training run uses, and why (said to the user; the run's config keeps its dtypes)."""
 
     arithmetic: Arithmetic
     why: str
@@ -34,7 +34,7 @@ class ArithmeticChoice:
         return "bfloat16" if self.arithmetic == "bf16" else "float32"
 
 
-def choose_arithmetic(asked: str, flags: frozenset[str] | None = None) -> ArithmeticChoice:
+def choose_arithmetic(asked: str) -> ArithmeticChoice:
     """`asked` is `auto` (decide by the CPU's flags), `bf16` or `float32` (as asked)."""
     if asked not in ARITHMETIC_CHOICES:
         raise ValueError(f"arithmetic {asked!r}: choose one of {', '.join(ARITHMETIC_CHOICES)}")
@@ -42,7 +42,7 @@ def choose_arithmetic(asked: str, flags: frozenset[str] | None = None) -> Arithm
         return ArithmeticChoice("bf16", "as asked")
     if asked == "float32":
         return ArithmeticChoice("float32", "as asked")
-    have = sorted(set(BF16_FLAGS) & (cpu_flags() if flags is None else flags))
+    have = sorted(set(BF16_FLAGS) & cpu_flags())
     if have:
         return ArithmeticChoice("bf16", f"this CPU has {' and '.join(have)}")
     return ArithmeticChoice(
