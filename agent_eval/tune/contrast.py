@@ -1,9 +1,10 @@
 """Contrastive examples for the done decision: the same screen and history under the goal with its on/off
 word swapped, so that only the goal's word separates `done` from the tap on the switch.
 
-From a successful single-switch episode: where the expert taps the switch (the goal does not hold yet), the
-opposite goal already holds, so its answer is `done`; right after, where the expert says `done`, the opposite
-goal does not hold, so its answer is the tap on that switch (the step a verify task must not take).
+From a successful single-switch episode, in Settings or in the quick-settings shade: where the expert taps
+the switch (the goal does not hold yet), the opposite goal already holds, so its answer is `done`; right
+after, where the expert says `done`, the opposite goal does not hold, so its answer is the tap on that switch
+(the step a verify task must not take).
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ def contrast_moves(
 
 
 def _is_switch(action: Action, context: StepContext) -> bool:
-    """The action taps a switch or checkbox, or the row label a switch sits beside (`5 Wi-Fi`, `6 Wi-Fi
-    switch=off`)."""
+    """The action taps a switch or checkbox, the row label a switch sits beside (`5 Wi-Fi`, `6 Wi-Fi
+    switch=off`), or the label inside a switch that names itself (the shade's tiles: `0 Internet switch=on`,
+    `1 Internet`)."""
     obs = context.observation
     tapped = next((e for e in obs.elements if e.index == action.element), None)
     if action.type is not ActionType.TAP or tapped is None:
@@ -86,4 +88,6 @@ def _is_switch(action: Action, context: StepContext) -> bool:
     if tapped.checkable:
         return True
     label = tapped.text or tapped.content_desc
-    return bool(label) and any(e.checkable and row_label(e, obs) == label for e in obs.elements)
+    return bool(label) and any(
+        e.checkable and label in (row_label(e, obs), e.content_desc or e.text) for e in obs.elements
+    )

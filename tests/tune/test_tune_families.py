@@ -121,7 +121,7 @@ def test_the_expert_plays_each_app_family_with_detours(task_id: str, every_task:
 def small_collection(tmp_path_factory: pytest.TempPathFactory, every_task: list[Task]) -> Path:
     out = tmp_path_factory.mktemp("tune-families")
     ids = {"wifi_on", "wifi_off", "make_sure_wifi_on", "airplane_mode_on", "mobile_data_off"}
-    ids |= {"contacts_find_number", "clock_add_alarm"}
+    ids |= {"contacts_find_number", "clock_add_alarm", "wifi_off_shade"}
     tasks = [t for t in training_tasks(every_task) if t.id in ids]
     held = held_out_goals(every_task)
     forbidden = frozenset(w for words in held.values() for w in words)
@@ -155,6 +155,13 @@ def test_the_data_holds_contrastive_done_and_not_done_pairs(small_collection: Pa
                 pairs += 1
     assert pairs >= 4  # the same screen and history: done under one word, a tap under the other
     # Wi-Fi's page with the switch on: done for "on" (the verify task's case), a tap for "off".
+    # The shade too: its tile is a switch that names itself (`Internet switch=on`), tapped by its label. A
+    # verify task whose goal a shade task shares is played there (wifi_on_verify, 2026-12-05: 3/10).
+    shade = [ex for ex in contrast if ex.task_id == "wifi_off_shade"]
+    assert {ex.action_type for ex in shade} == {"done", "tap"}, [ex.answer for ex in shade]
+    assert all("Internet switch=" in str(ex.messages[1]["content"]) for ex in shade)
+    played = {ex.goal for ex in examples if ex.task_id == "wifi_off_shade" and ex.source != CONTRAST}
+    assert all(opposite_goal(ex.goal) in played for ex in shade)  # e.g. "Turn Wi-Fi on.": done
     assert summary.per_source.get(CONTRAST, 0) == len(contrast)
     assert summary.played_per_family["settings"]["contrast"] >= len(contrast)
 
