@@ -86,6 +86,13 @@ def tune_group(ctx: click.Context, work: Path, tasks_path: Path) -> None:
     type=click.IntRange(min=1),
     help="Keep identical (prompt, answer) examples up to this many times (1: each once).",
 )
+@click.option(
+    "--shade-contrast/--no-shade-contrast",
+    default=False,
+    show_default=True,
+    help="Contrastive done/tap pairs on the quick-settings shade's tiles too (an adapter trained with them "
+    "was worse: docs/tuning.md).",
+)
 @click.pass_context
 def collect_command(
     ctx: click.Context,
@@ -96,6 +103,7 @@ def collect_command(
     seed: int,
     shade_detours: bool,
     copies: int,
+    shade_contrast: bool,
 ) -> None:
     """Play demonstrations (oracle, detours with recovery) and write data/dataset.jsonl."""
     from agent_eval.device.backend import DeviceRequest, device_backend
@@ -112,6 +120,7 @@ def collect_command(
         families=sorted({family(t) for t in tasks}),
         wordings=WORDINGS,
         contrast=True,
+        shade_contrast=shade_contrast,
     )
     finished = finished_episodes(out)
     settle_settings(out, settings, played_before=bool(finished))
@@ -132,7 +141,17 @@ def collect_command(
         ):
             by_id = {t.id: t for t in tasks}
             tick = lambda _: bar.update(1)  # noqa: E731
-            run_plans(todo, by_id, devices, out, prompt_format, tick, settings.detour_kinds, forbidden)
+            run_plans(
+                todo,
+                by_id,
+                devices,
+                out,
+                prompt_format,
+                tick,
+                settings.detour_kinds,
+                forbidden,
+                shade_contrast=shade_contrast,
+            )
     seconds = add_collect_time(out, time.perf_counter() - started)
     families = {t.id: family(t) for t in tasks}
     summary = assemble(out, plans, seconds, phones, copies, held_out, families)

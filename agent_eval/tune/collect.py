@@ -110,6 +110,7 @@ def play(
     detour_kinds: Sequence[str] = DETOUR_KINDS,
     forbidden: Collection[str] = frozenset(),
     detour_rate: float = DETOUR_RATE,
+    shade_contrast: bool = False,
 ) -> dict[str, object]:
     """One demonstration episode; returns its line for demonstrations.jsonl (examples included)."""
     instance = dataclasses.replace(task.instantiate(plan.seed), goal=plan.goal)
@@ -128,7 +129,9 @@ def play(
             continue
         taught.append((context, move.action, detoured, plan.source))
     if record.outcome is Outcome.SUCCESS:
-        for k, context, action in contrast_moves(instance, plan.goal, policy.moves, forbidden):
+        for k, context, action in contrast_moves(
+            instance, plan.goal, policy.moves, forbidden, shade=shade_contrast
+        ):
             taught.append((context, action, after_detour[k], CONTRAST))
     else:
         # Only what came before the first detour is sure to be right.
@@ -190,13 +193,16 @@ def run_plans(
     on_episode: Callable[[dict[str, object]], None] | None = None,
     detour_kinds: Sequence[str] = DETOUR_KINDS,
     forbidden: Collection[str] = frozenset(),
+    shade_contrast: bool = False,
 ) -> None:
     """Plays every plan not yet in demonstrations.jsonl, one worker per phone."""
 
     def played(device: EpisodeDevice, plan: EpisodePlan) -> dict[str, object]:
         args = (tasks[plan.task_id], device, prompt_format, detour_kinds, forbidden)
-        row = play(plan, *args)
-        return play(plan, *args) if row["outcome"] == Outcome.INFRA_ERROR.value else row
+        row = play(plan, *args, shade_contrast=shade_contrast)
+        if row["outcome"] == Outcome.INFRA_ERROR.value:
+            return play(plan, *args, shade_contrast=shade_contrast)
+        return row
 
     with (out_dir / EPISODES_FILE).open("a", encoding="utf-8") as out:
         for row in on_devices(plans, devices, played):

@@ -35,6 +35,9 @@ class CollectSettings(StrictModel):
     contrast: bool = Field(
         False, description="Successful single-switch episodes add examples under the opposite goal."
     )
+    shade_contrast: bool = Field(
+        False, description="... in the quick-settings shade too (its tiles; off by default, docs/tuning.md)."
+    )
 
     @property
     def detour_kinds(self) -> tuple[str, ...]:

@@ -1,10 +1,11 @@
 """Contrastive examples for the done decision: the same screen and history under the goal with its on/off
 word swapped, so that only the goal's word separates `done` from the tap on the switch.
 
-From a successful single-switch episode, in Settings or in the quick-settings shade: where the expert taps
-the switch (the goal does not hold yet), the opposite goal already holds, so its answer is `done`; right
-after, where the expert says `done`, the opposite goal does not hold, so its answer is the tap on that switch
-(the step a verify task must not take).
+From a successful single-switch episode: where the expert taps the switch (the goal does not hold yet), the
+opposite goal already holds, so its answer is `done`; right after, where the expert says `done`, the opposite
+goal does not hold, so its answer is the tap on that switch (the step a verify task must not take). With
+`shade`, the quick-settings shade's tiles count as switches too (a tile names itself and is tapped by its
+label); off by default: the one adapter trained with them was worse (docs/tuning.md, 2026-12-05).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def contrast_moves(
     goal: str,
     moves: Sequence[tuple[StepContext, ExpertMove]],
     forbidden: Collection[str],
+    shade: bool = False,
 ) -> list[tuple[int, StepContext, Action]]:
     """(move number, its context under the opposite goal, the action taught there) from one successful
     episode."""
@@ -68,19 +70,19 @@ def contrast_moves(
     for k, (context, move) in enumerate(moves):
         if not move.target or move.action is None:
             continue
-        if move.script_step == last and _is_switch(move.action, context):
+        if move.script_step == last and taps_a_switch(move.action, context, shade):
             out.append((k, dataclasses.replace(context, goal=opposite), Action(type=ActionType.DONE)))
         elif move.action.type is ActionType.DONE and k > 0 and moves[k - 1][1].script_step == last:
             tap = resolve(script[last], context.observation)
-            if isinstance(tap, Action) and _is_switch(tap, context):
+            if isinstance(tap, Action) and taps_a_switch(tap, context, shade):
                 out.append((k, dataclasses.replace(context, goal=opposite), tap))
     return out
 
 
-def _is_switch(action: Action, context: StepContext) -> bool:
+def taps_a_switch(action: Action, context: StepContext, shade: bool = False) -> bool:
     """The action taps a switch or checkbox, the row label a switch sits beside (`5 Wi-Fi`, `6 Wi-Fi
-    switch=off`), or the label inside a switch that names itself (the shade's tiles: `0 Internet switch=on`,
-    `1 Internet`)."""
+    switch=off`), or, with `shade`, the label inside a switch that names itself (the shade's tiles:
+    `0 Internet switch=on`, `1 Internet`)."""
     obs = context.observation
     tapped = next((e for e in obs.elements if e.index == action.element), None)
     if action.type is not ActionType.TAP or tapped is None:
@@ -89,5 +91,6 @@ def _is_switch(action: Action, context: StepContext) -> bool:
         return True
     label = tapped.text or tapped.content_desc
     return bool(label) and any(
-        e.checkable and label in (row_label(e, obs), e.content_desc or e.text) for e in obs.elements
+        e.checkable and (row_label(e, obs) == label or (shade and (e.content_desc or e.text) == label))
+        for e in obs.elements
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from _sent_prompt import sent_prompt
 
-from agent_eval.action import ActionType
+from agent_eval.action import Action, ActionType
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import StepContext
 from agent_eval.agent.prompt import schema_allows, with_answer
@@ -28,7 +28,7 @@ from agent_eval.tune.collect import (
     run_plans,
     training_tasks,
 )
-from agent_eval.tune.contrast import CONTRAST
+from agent_eval.tune.contrast import CONTRAST, taps_a_switch
 from agent_eval.tune.dataset import read_dataset
 from agent_eval.tune.expert import DETOUR_KINDS, SHADE_DETOUR
 from agent_eval.tune.families import family, tune_tasks
@@ -128,7 +128,9 @@ def small_collection(tmp_path_factory: pytest.TempPathFactory, every_task: list[
     plans = plan_episodes(tasks, 4, forbidden=forbidden)
     request = DeviceRequest(count=1, phone_port=free_phone_port(5760))
     with device_backend().devices(request, print) as devices:
-        run_plans(plans, {t.id: t for t in tasks}, devices, out, "compact", forbidden=forbidden)
+        run_plans(
+            plans, {t.id: t for t in tasks}, devices, out, "compact", forbidden=forbidden, shade_contrast=True
+        )
     assemble(out, plans, 0.0, 1, 2, held, {t.id: family(t) for t in tasks})
     return out
 
@@ -155,8 +157,8 @@ def test_the_data_holds_contrastive_done_and_not_done_pairs(small_collection: Pa
                 pairs += 1
     assert pairs >= 4  # the same screen and history: done under one word, a tap under the other
     # Wi-Fi's page with the switch on: done for "on" (the verify task's case), a tap for "off".
-    # The shade too: its tile is a switch that names itself (`Internet switch=on`), tapped by its label. A
-    # verify task whose goal a shade task shares is played there (wifi_on_verify, 2026-12-05: 3/10).
+    # With --shade-contrast the shade too: its tile is a switch that names itself (`Internet switch=on`),
+    # tapped by its label (a verify task whose goal a shade task shares is played there).
     shade = [ex for ex in contrast if ex.task_id == "wifi_off_shade"]
     assert {ex.action_type for ex in shade} == {"done", "tap"}, [ex.answer for ex in shade]
     assert all("Internet switch=" in str(ex.messages[1]["content"]) for ex in shade)
@@ -183,6 +185,26 @@ def test_held_out_wordings_never_reach_the_data_and_are_recorded(
     assert {"settings", "contacts", "clock"} <= set(summary.per_family)
     answers = [json.loads(ex.answer) for ex in examples if ex.action_type == "answer"]
     assert answers and all(a["text"] for a in answers)
+
+
+def test_a_shade_tile_counts_as_a_switch_only_when_asked() -> None:
+    """The tile (`0 Internet switch=on`) is tapped by its label (`1 Internet`): a switch for the contrastive
+    pairs with --shade-contrast, not without (the default, docs/tuning.md)."""
+    common = {"resource_id": "", "package": "com.android.systemui", "bounds": Bounds(0, 100, 540, 290)}
+    tile = Element(
+        index=0, text="", cls="android.widget.Switch", content_desc="Internet", checkable=True, checked=True,
+        clickable=True, node=0, **common,
+    )  # fmt: skip
+    label = Element(
+        index=1, text="Internet", cls="android.widget.TextView", content_desc="", node=1, parent=0, **common
+    )
+    screen = Observation(
+        b"png", "<hierarchy/>", (tile, label), "launcher", 1080, 2400, all_nodes=(tile, label)
+    )
+    context = StepContext("Turn Wi-Fi off.", 2, 8, screen, (), seed=0)
+    tap = Action(type=ActionType.TAP, element=1)
+    assert taps_a_switch(tap, context, shade=True) and not taps_a_switch(tap, context)
+    assert taps_a_switch(Action(type=ActionType.TAP, element=0), context)  # the tile itself, either way
 
 
 def test_an_answer_tasks_training_prompt_is_the_one_its_policy_sends() -> None:
