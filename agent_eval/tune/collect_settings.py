@@ -36,7 +36,7 @@ class CollectSettings(StrictModel):
         False, description="Successful single-switch episodes add examples under the opposite goal."
     )
     shade_contrast: bool = Field(
-        False, description="... in the quick-settings shade too (its tiles; off by default, docs/tuning.md)."
+        False, description="The contrastive pairs are made on the quick-settings shade's tiles too."
     )
 
     @property
