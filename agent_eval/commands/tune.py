@@ -141,17 +141,8 @@ def collect_command(
         ):
             by_id = {t.id: t for t in tasks}
             tick = lambda _: bar.update(1)  # noqa: E731
-            run_plans(
-                todo,
-                by_id,
-                devices,
-                out,
-                prompt_format,
-                tick,
-                settings.detour_kinds,
-                forbidden,
-                shade_contrast=shade_contrast,
-            )
+            played = (todo, by_id, devices, out, prompt_format, tick, settings.detour_kinds, forbidden)
+            run_plans(*played, shade_contrast=shade_contrast)
     seconds = add_collect_time(out, time.perf_counter() - started)
     families = {t.id: family(t) for t in tasks}
     summary = assemble(out, plans, seconds, phones, copies, held_out, families)
