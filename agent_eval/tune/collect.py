@@ -10,6 +10,7 @@ from them at the end, with `done` targets capped to their share.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import random
@@ -199,10 +200,9 @@ def run_plans(
 
     def played(device: EpisodeDevice, plan: EpisodePlan) -> dict[str, object]:
         args = (tasks[plan.task_id], device, prompt_format, detour_kinds, forbidden)
-        row = play(plan, *args, shade_contrast=shade_contrast)
-        if row["outcome"] == Outcome.INFRA_ERROR.value:
-            return play(plan, *args, shade_contrast=shade_contrast)
-        return row
+        once = functools.partial(play, plan, *args, shade_contrast=shade_contrast)
+        row = once()
+        return once() if row["outcome"] == Outcome.INFRA_ERROR.value else row
 
     with (out_dir / EPISODES_FILE).open("a", encoding="utf-8") as out:
         for row in on_devices(plans, devices, played):

@@ -91,6 +91,6 @@ def taps_a_switch(action: Action, context: StepContext, shade: bool = False) -> 
         return True
     label = tapped.text or tapped.content_desc
     return bool(label) and any(
-        e.checkable and (row_label(e, obs) == label or (shade and (e.content_desc or e.text) == label))
+        e.checkable and (row_label(e, obs) == label or (shade and (e.text or e.content_desc) == label))
         for e in obs.elements
     )
