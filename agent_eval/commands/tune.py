@@ -18,6 +18,7 @@ import click
 from agent_eval.builds.spec import models_dir, repo_root
 from agent_eval.tune.arithmetic import ARITHMETIC_CHOICES, choose_arithmetic
 from agent_eval.tune.collect import (
+    DONE_CAP_KEEPS,
     PROMPT_FORMATS,
     add_collect_time,
     assemble,
@@ -93,6 +94,14 @@ def tune_group(ctx: click.Context, work: Path, tasks_path: Path) -> None:
     help="Contrastive done/tap pairs on the quick-settings shade's tiles too (an adapter trained with them "
     "was worse: docs/tuning.md).",
 )
+@click.option(
+    "--done-cap-keeps",
+    default="contrastive",
+    show_default=True,
+    type=click.Choice(DONE_CAP_KEEPS),
+    help="`done` targets are capped at 18% of the examples; which the cap keeps first: the contrastive ones "
+    "or the episodes' own final ones (re-assembles a finished collection without playing it again).",
+)
 @click.pass_context
 def collect_command(
     ctx: click.Context,
@@ -104,6 +113,7 @@ def collect_command(
     shade_detours: bool,
     copies: int,
     shade_contrast: bool,
+    done_cap_keeps: str,
 ) -> None:
     """Play demonstrations (oracle, detours with recovery) and write data/dataset.jsonl."""
     from agent_eval.device.backend import DeviceRequest, device_backend
@@ -145,7 +155,7 @@ def collect_command(
             run_plans(*played, shade_contrast=shade_contrast)
     seconds = add_collect_time(out, time.perf_counter() - started)
     families = {t.id: family(t) for t in tasks}
-    summary = assemble(out, plans, seconds, phones, copies, held_out, families)
+    summary = assemble(out, plans, seconds, phones, copies, held_out, families, done_cap_keeps)
     _say_dataset(summary)
 
 
@@ -244,10 +254,11 @@ def train_command(
     seed: int,
 ) -> None:
     """LoRA-train on data/dataset.jsonl into train/ (continues from train/checkpoint when there is one)."""
-    from agent_eval.tune.train import TrainConfig, train
+    from agent_eval.tune.train import TrainConfig, settle_dataset, train
 
     work = _work(ctx)
     examples, summary = read_dataset(work / "data")
+    settle_dataset(work / "train", summary.hash)
     chosen = choose_arithmetic(arithmetic)
     click.echo(f"arithmetic: {chosen.arithmetic} ({chosen.why})")
     cfg = TrainConfig(

@@ -41,6 +41,9 @@ EPISODES_FILE = "demonstrations.jsonl"
 DETOUR_RATE = 0.3
 ENDINGS = ("done", "answer")  # an episode's last word: taught only when the episode succeeded
 DONE_SHARE = 0.18  # at most this share of the examples are `done` targets
+# Which `done` targets that cap keeps first: the contrastive ones (the shipped adapter's recipe) or the
+# episodes' own final `done`s (so that contrastive pairs added to a collection cannot push those out).
+DONE_CAP_KEEPS = ("contrastive", "final")
 # The agents a collection can teach: each example's prompt is what that agent sends, byte for byte.
 PROMPT_FORMATS = ("compact", "compact-noted")
 
@@ -212,9 +215,13 @@ def run_plans(
                 on_episode(row)
 
 
-def cap_done(examples: list[Example], share: float = DONE_SHARE) -> tuple[list[Example], int]:
-    """Drops `done` examples above `share` of the total: a fixed pseudo-random choice, contrastive ones last
-    and those after a detour first."""
+def cap_done(
+    examples: list[Example], share: float = DONE_SHARE, keep_first: str = "contrastive"
+) -> tuple[list[Example], int]:
+    """Drops `done` examples above `share` of the total: a fixed pseudo-random choice, the `keep_first` kind
+    (contrastive or final) last and those after a detour first."""
+    if keep_first not in DONE_CAP_KEEPS:
+        raise ValueError(f"keep_first must be one of {DONE_CAP_KEEPS}, not {keep_first!r}")
     done = [ex for ex in examples if ex.action_type == "done"]
     others = len(examples) - len(done)
     allowed = int(share * others / (1 - share))
@@ -222,7 +229,8 @@ def cap_done(examples: list[Example], share: float = DONE_SHARE) -> tuple[list[E
         return examples, 0
 
     def key(ex: Example) -> tuple[bool, bool, str]:
-        return (ex.source != CONTRAST, ex.after_detour, hashlib.sha256(ex.prompt_hash.encode()).hexdigest())
+        dropped_first = (ex.source != CONTRAST) if keep_first == "contrastive" else (ex.source == CONTRAST)
+        return (dropped_first, ex.after_detour, hashlib.sha256(ex.prompt_hash.encode()).hexdigest())
 
     keep = {id(ex) for ex in sorted(done, key=key)[:allowed]}
     kept = [ex for ex in examples if ex.action_type != "done" or id(ex) in keep]
@@ -237,9 +245,10 @@ def assemble(
     copies: int = 1,
     held_out: dict[str, list[str]] | None = None,
     families: dict[str, str] | None = None,
+    done_cap_keeps: str = "contrastive",
 ) -> DatasetSummary:
     """dataset.jsonl and its summary from the finished episodes of `plans`; `held_out` (task → wordings never
-    used) and `families` (task → family) are recorded in the summary."""
+    used), `families` (task → family) and which `done`s the cap keeps first are recorded in the summary."""
     rows = finished_episodes(out_dir)
     examples = [
         Example.model_validate(ex)
@@ -249,12 +258,13 @@ def assemble(
     ]
     played = sum(1 for plan in plans if plan.index in rows)
     steps = sum(ex.source != CONTRAST for ex in examples)
-    examples, dropped = cap_done(unique(examples, copies))
+    examples, dropped = cap_done(unique(examples, copies), keep_first=done_cap_keeps)
     return write_dataset(
         examples,
         out_dir,
         copies=copies,
         dropped_done=dropped,
+        done_cap_keeps=done_cap_keeps,
         collect_seconds=seconds,
         phones=phones,
         played_episodes=played,

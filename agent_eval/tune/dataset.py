@@ -44,6 +44,10 @@ class DatasetSummary(BaseModel):
     per_action: dict[str, int]
     per_source: dict[str, int]
     dropped_done: int = 0
+    done_cap_keeps: str = Field(
+        "contrastive",
+        description="Which `done` targets the cap on their share kept first: contrastive or final ones.",
+    )
     tasks: list[str]
     collect_seconds: float = 0.0
     phones: int = 0

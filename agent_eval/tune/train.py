@@ -11,8 +11,8 @@ a time budget: the run ends at whichever comes first, and the learning rate's sc
 nearer its end, so a run cut by the clock on a slow host still ends with a decayed rate. Which examples each
 epoch holds is focus.py's choice (all of them, or, with `focus_loss`, mostly those still answered wrong).
 Checkpoints (adapter, optimiser, step, loss curve, each example's last hardness, the epoch's batches) go to
-`<out>/checkpoint/` every few steps; a stopped run continues from the last one. The finished adapter is
-written to `<out>/adapter/`.
+`<out>/checkpoint/` every few steps; a stopped run continues from the last one, on the dataset it started on
+only (its hash is noted in `<out>/dataset_hash`). The finished adapter is written to `<out>/adapter/`.
 """
 
 from __future__ import annotations
@@ -32,6 +32,24 @@ from agent_eval.tune.dataset import Example
 from agent_eval.tune.focus import epoch_examples
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+DATASET_MARK = "dataset_hash"  # in <out>/: the dataset the run in <out>/checkpoint/ trains on
+
+
+def settle_dataset(out_dir: Path, dataset_hash: str) -> None:
+    """Refuses to continue a checkpoint on another dataset (its batches are indices into the old one);
+    notes the dataset a run starts on. A checkpoint made before the note existed is continued as it was."""
+    mark, started = out_dir / DATASET_MARK, (out_dir / "checkpoint" / "state.json").is_file()
+    if started and mark.is_file():
+        before = mark.read_text(encoding="utf-8").strip()
+        if before != dataset_hash:
+            raise ConfigError(
+                f"{out_dir / 'checkpoint'} trains on dataset {before[:12]}, but the dataset is now "
+                f"{dataset_hash[:12]}: delete that checkpoint to train afresh on the new one, or collect the "
+                "old one again to continue"
+            )
+    elif not started:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        mark.write_text(dataset_hash + "\n", encoding="utf-8")
 
 
 @dataclass

@@ -1,16 +1,25 @@
 """`tune train`'s arithmetic: LoRA weights stay float32 for the optimiser, while under bf16 autocast each LoRA
 layer computes in bf16 (peft's cast of its input to float32 is off), and the loss agrees with float32 LoRA
-arithmetic. Runs on a tiny random Llama, no weights needed."""
+arithmetic. Runs on a tiny random Llama, no weights needed. And a checkpoint continues only on the dataset it
+started on."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+from agent_eval.errors import ConfigError
 from agent_eval.tune.batches import IGNORE
-from agent_eval.tune.train import LORA_TARGETS, _keep_inputs_in_bf16, answer_loss
+from agent_eval.tune.train import (
+    DATASET_MARK,
+    LORA_TARGETS,
+    _keep_inputs_in_bf16,
+    answer_loss,
+    settle_dataset,
+)
 
 
 def tiny_lora_model(attention: str) -> Any:
@@ -106,3 +115,23 @@ def test_the_time_cap_ends_a_run_and_its_schedule_before_the_tokens_do() -> None
     assert learning_rate(capped, 90, budget_used(late, capped)) == pytest.approx(1e-4)  # decayed to its end
     # Tokens still end a run the clock has not: a fast host trains the budget and stops.
     assert finished(TrainState(budget_tokens=1000, tokens=1000, seconds=60.0), capped)
+
+
+def test_a_checkpoint_is_not_continued_on_another_dataset(tmp_path: Path) -> None:
+    out = tmp_path / "train"
+    settle_dataset(out, "a" * 64)  # a new run notes its dataset
+    (out / "checkpoint").mkdir()
+    (out / "checkpoint" / "state.json").write_text("{}", encoding="utf-8")
+    settle_dataset(out, "a" * 64)  # the same dataset continues
+    with pytest.raises(
+        ConfigError, match=r"trains on dataset aaaaaaaaaaaa, but the dataset is now bbbbbbbbbbbb"
+    ):
+        settle_dataset(out, "b" * 64)
+    assert (out / DATASET_MARK).read_text(encoding="utf-8").strip() == "a" * 64
+
+
+def test_a_checkpoint_older_than_the_note_continues_as_before(tmp_path: Path) -> None:
+    (tmp_path / "checkpoint").mkdir()
+    (tmp_path / "checkpoint" / "state.json").write_text("{}", encoding="utf-8")
+    settle_dataset(tmp_path, "b" * 64)
+    assert not (tmp_path / DATASET_MARK).exists()
