@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -44,7 +44,7 @@ class DatasetSummary(BaseModel):
     per_action: dict[str, int]
     per_source: dict[str, int]
     dropped_done: int = 0
-    done_cap_keeps: str = Field(
+    done_cap_keeps: Literal["contrastive", "final"] = Field(
         "contrastive",
         description="Which `done` targets the cap on their share kept first: contrastive or final ones.",
     )

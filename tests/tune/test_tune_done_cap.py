@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from agent_eval.tune.collect import CONTRAST, cap_done
+from agent_eval.tune.collect import CONTRAST, EPISODES_FILE, EpisodePlan, assemble, cap_done
 from agent_eval.tune.dataset import Example
 
 
@@ -44,3 +47,13 @@ def test_the_cap_drops_the_other_kind_of_done_first(keep_first: str, dropped_kin
 def test_an_unknown_kind_to_keep_is_refused() -> None:
     with pytest.raises(ValueError, match="keep_first must be one of"):
         cap_done(_collection(), keep_first="newest")
+
+
+def test_the_dataset_summary_says_which_kind_the_cap_kept(tmp_path: Path) -> None:
+    row = {"episode": 0, "outcome": "success", "detours": 0}
+    row["examples"] = [ex.model_dump(mode="json") for ex in _collection()]
+    (tmp_path / EPISODES_FILE).write_text(json.dumps(row) + "\n", encoding="utf-8")
+    plan = EpisodePlan(0, "wifi_on", 0, "oracle", "Turn Wi-Fi on.", 1)
+    summary = assemble(tmp_path, [plan], 0.0, 1, done_cap_keeps="final")
+    assert (summary.done_cap_keeps, summary.dropped_done) == ("final", 2)
+    assert summary.per_source == {"contrast": 8, "oracle": 92}
