@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import get_args
 
 from agent_eval.action import Action
 from agent_eval.agent.agents import PromptAgent, get_agent
@@ -33,7 +34,7 @@ from agent_eval.runner.episode import run_episode
 from agent_eval.task import Task
 from agent_eval.task.params import combinations
 from agent_eval.tune.contrast import CONTRAST, contrast_moves
-from agent_eval.tune.dataset import DatasetSummary, Example, write_dataset
+from agent_eval.tune.dataset import DatasetSummary, DoneCapKeeps, Example, write_dataset
 from agent_eval.tune.expert import DETOUR_KINDS, DemoPolicy, Expert
 from agent_eval.tune.wording import goal_variants, held_out_wordings
 
@@ -43,7 +44,7 @@ ENDINGS = ("done", "answer")  # an episode's last word: taught only when the epi
 DONE_SHARE = 0.18  # at most this share of the examples are `done` targets
 # Which `done` targets that cap keeps first: the contrastive ones (the shipped adapter's recipe) or the
 # episodes' own final `done`s (so that contrastive pairs added to a collection cannot push those out).
-DONE_CAP_KEEPS = ("contrastive", "final")
+DONE_CAP_KEEPS: tuple[str, ...] = get_args(DoneCapKeeps)
 # The agents a collection can teach: each example's prompt is what that agent sends, byte for byte.
 PROMPT_FORMATS = ("compact", "compact-noted")
 

@@ -18,6 +18,8 @@ from agent_eval.errors import ConfigError
 
 DATASET_FILE = "dataset.jsonl"
 SUMMARY_FILE = "dataset.json"
+# Which `done` targets the collection's cap on their share keeps first (collect.cap_done).
+DoneCapKeeps = Literal["contrastive", "final"]
 
 
 class Example(BaseModel):
@@ -44,7 +46,7 @@ class DatasetSummary(BaseModel):
     per_action: dict[str, int]
     per_source: dict[str, int]
     dropped_done: int = 0
-    done_cap_keeps: Literal["contrastive", "final"] = Field(
+    done_cap_keeps: DoneCapKeeps = Field(
         "contrastive",
         description="Which `done` targets the cap on their share kept first: contrastive or final ones.",
     )
