@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 from agent_eval.builds.quant_env import run_quant_tools
 from agent_eval.builds.recipes import Plan, Recipe, Say, Step, Weights
 from agent_eval.builds.rungs import CALIBRATED, check_ladder_recipe, effective_bits, grid_rung
-from agent_eval.builds.spec import Build, models_dir, repo_root
+from agent_eval.builds.spec import Build, models_dir, repo_root, sends_the_prompts_of
 from agent_eval.errors import BuildError
 from agent_eval.records import RungInfo
 
@@ -168,12 +168,14 @@ def calibration_set(build: Build) -> tuple[list[list[dict[str, Any]]], str]:
     except (OSError, ValueError) as e:
         raise BuildError(f"build {build.name!r}: prepare.calibration {path}: unreadable ({e})") from None
     played_by = build.agent or "default"
-    if formats - {played_by}:
+    # Prompts the build's agent sends: its own, or those of an agent it extends (it sends them byte for
+    # byte, with lines of its own in some steps), as a tuned adapter may be served (recipe_kinds.py).
+    if alien := sorted(f for f in formats if not sends_the_prompts_of(played_by, f)):
         raise BuildError(
             f"build {build.name!r}: prepare.calibration {recipe.calibration!r} holds prompts of the "
-            f"agent(s) {sorted(formats)}, but the build is played by {played_by!r}: calibrate on the prompts "
-            f"it will be sent (`agent-eval tune collect --prompt-format {played_by}`, or a run of the "
-            "reference)"
+            f"agent(s) {alien}, but the build is played by {played_by!r}, which does not send them: "
+            f"calibrate on the prompts it will be sent (`agent-eval tune collect --prompt-format "
+            f"{played_by}`, or a run of the reference)"
         )
     unique = sorted({json.dumps(c, sort_keys=True) for c in found})
     if not unique:

@@ -27,7 +27,7 @@ from agent_eval.builds import BuildSet, ServedBuild, load_builds, prepare, serve
 from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.prepare import verify
 from agent_eval.builds.prepare_ladder import calibration_set, check_group_size
-from agent_eval.builds.spec import parse_builds, repo_root
+from agent_eval.builds.spec import Build, parse_builds, repo_root
 from agent_eval.errors import BuildError, ConfigError
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome, RungInfo
 from agent_eval.report.ladder_plot import ladder_figures
@@ -78,23 +78,34 @@ def test_gptq_with_an_empty_calibration_set_is_refused(tmp_path: Path) -> None:
         calibration_set(builds.get("gptq4"))
 
 
-def test_a_calibration_set_of_another_agent_s_prompts_is_refused(tmp_path: Path) -> None:
-    # "Calibrated on the agent's own prompts": demonstrations collected in another prompt format are not.
+def _demonstrations(tmp_path: Path, prompt_format: str) -> Path:
     lines = [json.loads(line) for line in CALIBRATION.read_text().splitlines() if line.strip()]
-    demos = tmp_path / "dataset.jsonl"
-    demos.write_text("".join(json.dumps({**r, "prompt_format": "compact"}) + "\n" for r in lines))
-    rung = _rung_build("g", kind="gptq", bits=4, calibration=str(demos))
-    for agent in ("compact-noted", None):
-        file = _file({**rung, **({"agent": agent} if agent else {})})
-        file["builds"][0]["agent"] = agent  # the rung is played by its source's agent
-        played = agent or "default"
-        refused = rf"agent\(s\) \['compact'\], but the build is played by '{played}'"
-        with pytest.raises(BuildError, match=refused):
-            calibration_set(parse_builds(file, "f").get("g"))
-    file = _file({**rung, "agent": "compact"})
-    file["builds"][0]["agent"] = "compact"
-    prompts, _ = calibration_set(parse_builds(file, "f").get("g"))
-    assert len(prompts) == 8
+    demos = tmp_path / f"{prompt_format}.jsonl"
+    demos.write_text("".join(json.dumps({**r, "prompt_format": prompt_format}) + "\n" for r in lines))
+    return demos
+
+
+def _played_by(rung: dict[str, Any], agent: str | None) -> Build:
+    file = _file({**rung, **({"agent": agent} if agent else {})})
+    file["builds"][0]["agent"] = agent  # the rung is played by its source's agent
+    return parse_builds(file, "f").get(rung["name"])
+
+
+def test_a_calibration_set_of_another_agent_s_prompts_is_refused(tmp_path: Path) -> None:
+    # "Calibrated on the agent's own prompts": demonstrations of prompts the rung's agent never sends are not.
+    import agent_eval.agent.agents  # noqa: F401  (registers the shipped agents and what they extend)
+
+    compact = _rung_build("g", kind="gptq", bits=4, calibration=str(_demonstrations(tmp_path, "compact")))
+    with pytest.raises(BuildError, match=r"agent\(s\) \['compact'\], but the build is played by 'default'"):
+        calibration_set(_played_by(compact, None))
+    noted = _rung_build("g", kind="gptq", bits=4, calibration=str(_demonstrations(tmp_path, "compact-noted")))
+    refused = r"agent\(s\) \['compact-noted'\], but the build is played by 'compact', which does not send"
+    with pytest.raises(BuildError, match=refused):
+        calibration_set(_played_by(noted, "compact"))
+    for rung, agent in ((compact, "compact"), (noted, "compact-noted"), (compact, "compact-noted")):
+        # its own prompts, or those of an agent it extends: compact-noted sends compact's byte for byte
+        prompts, _ = calibration_set(_played_by(rung, agent))
+        assert len(prompts) == 8, (rung, agent)
 
 
 def test_a_group_size_that_does_not_divide_the_width_is_refused(tmp_path: Path) -> None:
