@@ -91,8 +91,8 @@ def tune_group(ctx: click.Context, work: Path, tasks_path: Path) -> None:
     "--shade-contrast/--no-shade-contrast",
     default=False,
     show_default=True,
-    help="Contrastive done/tap pairs on the quick-settings shade's tiles too (an adapter trained with them "
-    "was worse: docs/tuning.md).",
+    help="Contrastive done/tap pairs on the quick-settings shade's tiles too (none of the adapters trained "
+    "with them met every target: docs/tuning.md).",
 )
 @click.option(
     "--done-cap-keeps",

@@ -5,7 +5,7 @@ From a successful single-switch episode: where the expert taps the switch (the g
 opposite goal already holds, so its answer is `done`; right after, where the expert says `done`, the opposite
 goal does not hold, so its answer is the tap on that switch (the step a verify task must not take). With
 `shade`, the quick-settings shade's tiles count as switches too (a tile names itself and is tapped by its
-label); off by default: the one adapter trained with them was worse (docs/tuning.md, 2026-12-05).
+label); off by default: none of the three adapters trained with them met every target (docs/tuning.md).
 """
 
 from __future__ import annotations
