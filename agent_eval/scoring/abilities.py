@@ -194,10 +194,16 @@ def _mark_first(rows: Sequence[AbilityRow]) -> AbilityRow | None:
     return first
 
 
+def bpw_words(bits_per_weight: float | None, unknown: str = "bits unknown") -> str:
+    """Bits per weight as a sentence says them: two decimals at most (a GGUF file's measured 5.4482 reads
+    5.45 bpw, a grid's 4.5 stays 4.5)."""
+    return unknown if bits_per_weight is None else f"{round(bits_per_weight, 2):g} bpw"
+
+
 def _first_parts(at: AbilityRow, where: str) -> list[str]:
     """What regresses at the first rung that regresses, and what the others say there."""
     breaks = at.first_regressions
-    bits = f"{at.bits_per_weight:g} bpw" if at.bits_per_weight is not None else "bits unknown"
+    bits = bpw_words(at.bits_per_weight)
     verb = "breaks" if len(breaks) == 1 else "break"
     parts = [f"{_words(breaks)} {verb} first {where}, at {at.build} ({bits})"]
     holds = [v.ability for v in at.abilities if v.verdict is Verdict.NON_INFERIOR]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from agent_eval.records import EpisodeRecord, RungInfo, StrictModel
-from agent_eval.scoring.abilities import AbilityLadder
+from agent_eval.scoring.abilities import AbilityLadder, bpw_words
 from agent_eval.scoring.build_score import BuildName, BuildScore, DecodeTokS, Navigation, PeakRssMb, Success
 from agent_eval.scoring.regression import METRIC_WORDS, BuildComparison, MetricComparison, Regression
 from agent_eval.scoring.stats import Verdict
@@ -193,7 +193,7 @@ def _cost(rung: LadderRung) -> str:
 def _knee_part(rungs: Sequence[LadderRung], found: LadderRung | None, metric: str) -> str:
     words = METRIC_WORDS[metric]
     if found is not None:
-        bits = f"{found.bits_per_weight:g} bpw" if found.bits_per_weight is not None else "? bpw"
+        bits = bpw_words(found.bits_per_weight, unknown="? bpw")
         return f"for {words}: {found.build} ({found.label}, {bits}; {_cost(found)})"
     verdicts = [d.verdict for r in rungs if (d := _delta(r, metric)) is not None]
     regressed = sum(v is Verdict.REGRESSION for v in verdicts)

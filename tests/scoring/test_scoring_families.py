@@ -23,6 +23,7 @@ from agent_eval.report.html import render_report
 from agent_eval.report.markdown import markdown_table, render_markdown
 from agent_eval.rundir import TypedField
 from agent_eval.runner.new_run_manifest import task_entry
+from agent_eval.scoring.abilities import bpw_words
 from agent_eval.scoring.scorecard import Scorecard, score_run
 from agent_eval.scoring.stats import Verdict
 from agent_eval.scoring.typing_accuracy import edit_distance, step_accuracy, typed_step_accuracies
@@ -205,6 +206,12 @@ def test_typing_accuracy_per_build_and_family(family_run: tuple[Path, Scorecard]
     assert low < (mistyped.accuracy or 0.0) < high
     assert ("int2-dq", "all") not in typing  # it never typed: no step to score
     assert {f for _, f in typing} == {"all"}  # only one family types: no per-family rows
+
+
+def test_a_sentence_says_bits_per_weight_with_two_decimals_at_most() -> None:
+    assert bpw_words(5.4482) == "5.45 bpw"  # a GGUF file's measured bits per weight
+    assert bpw_words(4.5) == "4.5 bpw" and bpw_words(16.0) == "16 bpw"
+    assert bpw_words(None) == "bits unknown" and bpw_words(None, unknown="? bpw") == "? bpw"
 
 
 def test_answer_accuracy(family_run: tuple[Path, Scorecard]) -> None:
