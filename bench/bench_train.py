@@ -1,4 +1,5 @@
-"""Benchmark: training throughput of `tune train`'s optimiser step under each arithmetic setting.
+"""Benchmark: training throughput of `tune train`'s optimiser step under each arithmetic setting (and LoRA's
+lowest layer).
 
 Loads one LoRA model per setting of (attention, bf16 autocast, the base's dtype) and runs each batch of a
 collected dataset (length-grouped as training groups them) through every setting in turn, so that a busy or
@@ -6,6 +7,10 @@ drifting host slows all settings alike. Prints training tokens per second (non-p
 train` counts them) and the mean loss over the timed steps, which shows the settings learn alike.
 
     .venv/bin/python bench/bench_train.py runs/tune/data [--steps 30] [--warmup 3] [--settings 3,4]
+        [--lora-from-layer 0,10,15]
+
+With several `--lora-from-layer` starts, each setting is timed with LoRA on the decoder layers from each
+start up: the backward pass stops at the lowest adapted layer.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class Trainee:
     attention: Attention
     autocast: bool
     base_dtype: BaseDtype
+    from_layer: int
     model: Any
     optimizer: Any
     tokens: int = 0
@@ -60,22 +66,27 @@ class Trainee:
 
     def line(self) -> str:
         lora = "bf16 autocast" if self.autocast else "float32 LoRA"
+        layers = f"LoRA from layer {self.from_layer:2d}" if self.from_layer else "LoRA on every layer"
         return (
-            f"{self.attention:5s} {lora:13s} {self.base_dtype:8s} base: "
+            f"{self.attention:5s} {lora:13s} {self.base_dtype:8s} base, {layers}: "
             f"{self.tokens / self.seconds:6.0f} tok/s "
             f"({self.tokens} tokens), mean loss {statistics.mean(self.losses):.4f}"
         )
 
 
-def trainee(base: Path, attention: Attention, autocast: bool, dtype: BaseDtype) -> tuple[Trainee, Any]:
+def trainee(
+    base: Path, attention: Attention, autocast: bool, dtype: BaseDtype, from_layer: int
+) -> tuple[Trainee, Any]:
     import torch
 
-    cfg = TrainConfig(attention=attention, bf16_autocast=autocast, base_dtype=dtype)
+    cfg = TrainConfig(
+        attention=attention, bf16_autocast=autocast, base_dtype=dtype, lora_from_layer=from_layer
+    )
     model, tokenizer = load_base(base, cfg)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.0)
     model.train()
-    return Trainee(attention, autocast, dtype, model, optimizer), tokenizer
+    return Trainee(attention, autocast, dtype, from_layer, model, optimizer), tokenizer
 
 
 def main() -> None:
@@ -92,10 +103,16 @@ def main() -> None:
         default=",".join(str(i) for i in range(len(SETTINGS))),
         help="which SETTINGS to time, by index (e.g. 3,4: the shipped recipe against float32 throughout)",
     )
+    ap.add_argument(
+        "--lora-from-layer",
+        default="0",
+        help="LoRA starts at each of these decoder layers (e.g. 0,10,15), each with every chosen setting",
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     chosen = [SETTINGS[int(i)] for i in args.settings.split(",")]
-    loaded = [trainee(args.base, *setting) for setting in chosen]
+    starts = [int(k) for k in args.lora_from_layer.split(",")]
+    loaded = [trainee(args.base, *setting, start) for setting in chosen for start in starts]
     tokenizer = loaded[0][1]
     examples, _ = read_dataset(args.data)
     items = [encode(ex, tokenizer) for ex in examples]

@@ -215,6 +215,14 @@ def _say_dataset(s: DatasetSummary) -> None:
 @click.option("--rank", default=8, show_default=True, help="LoRA rank (8 → ~4.9 MB in bf16).")
 @click.option("--lr", "learning_rate", default=1.5e-3, show_default=True)
 @click.option(
+    "--lora-from-layer",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="LoRA on the decoder layers from this index up (0: all 30); the backward pass stops there, so "
+    "training is faster per token (docs/tuning.md).",
+)
+@click.option(
     "--threads", default=2, show_default=True, help="torch threads (1 is faster on a busy machine)."
 )
 @click.option(
@@ -246,6 +254,7 @@ def train_command(
     max_minutes: float,
     rank: int,
     learning_rate: float,
+    lora_from_layer: int,
     threads: int,
     task_floor: int,
     focus_loss: float,
@@ -270,6 +279,7 @@ def train_command(
         max_minutes=max_minutes or None,
         seed=seed,
         threads=threads,
+        lora_from_layer=lora_from_layer,
         task_floor=task_floor,
         focus_loss=focus_loss or None,
         easy_share=easy_share,

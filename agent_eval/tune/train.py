@@ -1,4 +1,5 @@
-"""`tune train`: LoRA (peft) on every linear layer of the base model, bf16 on the CPU, fixed seeds.
+"""`tune train`: LoRA (peft) on every linear layer of the base model (or of its upper decoder layers only),
+bf16 on the CPU, fixed seeds.
 
 Mixed precision: the LoRA weights and the optimiser stay float32 (peft's default), but the forward pass runs
 under bf16 autocast with peft's per-layer cast of the input to float32 turned off, and attention is the eager
@@ -75,6 +76,9 @@ class TrainConfig:
     # The frozen base's weights: bf16 (half the memory), or float32, whose arithmetic a CPU without native
     # bf16 (AVX2-only) may do faster; with float32, bf16_autocast False makes every product float32.
     base_dtype: Literal["bfloat16", "float32"] = "bfloat16"
+    # LoRA on the decoder layers from this index up (0: every layer). The backward pass stops at the lowest
+    # adapted layer, so a higher start trains faster per token (bench/bench_train.py --lora-from-layer).
+    lora_from_layer: int = 0
 
 
 @dataclass
@@ -102,7 +106,7 @@ def learning_rate(cfg: TrainConfig, step: int, progress: float) -> float:
 
 def load_base(base_dir: Path, cfg: TrainConfig) -> tuple[Any, Any]:
     import torch
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if not (base_dir / "config.json").is_file():
@@ -113,13 +117,30 @@ def load_base(base_dir: Path, cfg: TrainConfig) -> tuple[Any, Any]:
     model = AutoModelForCausalLM.from_pretrained(
         base_dir, dtype=getattr(torch, cfg.base_dtype), attn_implementation=cfg.attention
     )
-    lora = LoraConfig(
-        r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=0.0, target_modules=list(LORA_TARGETS), bias="none"
-    )
-    peft_model = get_peft_model(model, lora)
+    peft_model = get_peft_model(model, lora_config(cfg, model.config.num_hidden_layers))
     if cfg.bf16_autocast:
         _keep_inputs_in_bf16(peft_model)
     return peft_model, tokenizer
+
+
+def lora_config(cfg: TrainConfig, layers: int) -> Any:
+    """peft's LoRA on every linear layer of the decoder layers `cfg.lora_from_layer` .. `layers` - 1."""
+    from peft import LoraConfig
+
+    if not 0 <= cfg.lora_from_layer < layers:
+        raise ConfigError(
+            f"LoRA from layer {cfg.lora_from_layer}: the base has decoder layers 0-{layers - 1}; choose a "
+            f"start in that range (0: every layer)"
+        )
+    chosen = list(range(cfg.lora_from_layer, layers)) if cfg.lora_from_layer else None
+    return LoraConfig(
+        r=cfg.rank,
+        lora_alpha=cfg.alpha,
+        lora_dropout=0.0,
+        target_modules=list(LORA_TARGETS),
+        bias="none",
+        layers_to_transform=chosen,
+    )
 
 
 def _keep_inputs_in_bf16(model: Any) -> None:

@@ -135,3 +135,36 @@ def test_a_checkpoint_older_than_the_note_continues_as_before(tmp_path: Path) ->
     (tmp_path / "checkpoint" / "state.json").write_text("{}", encoding="utf-8")
     settle_dataset(tmp_path, "b" * 64)
     assert not (tmp_path / DATASET_MARK).exists()
+
+
+def test_lora_from_a_layer_adapts_only_the_layers_above_it_and_the_backward_pass_stops_there() -> None:
+    import transformers
+    from peft import get_peft_model
+
+    from agent_eval.tune.train import TrainConfig, lora_config
+
+    hf: Any = transformers
+    torch.manual_seed(0)
+    config = hf.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=4, num_attention_heads=4
+    )
+    base = hf.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    tracked: set[int] = set()  # decoder layers whose output autograd's graph holds (the backward reaches)
+    for index, layer in enumerate(base.model.layers):
+        layer.register_forward_hook(
+            lambda _m, _args, out, index=index: tracked.add(index) if _hidden(out).requires_grad else None
+        )
+    model = get_peft_model(base, lora_config(TrainConfig(rank=4, alpha=8, lora_from_layer=2), layers=4))
+    trained = [name for name, p in model.named_parameters() if p.requires_grad]
+    adapted = {int(name.split(".layers.")[1].split(".")[0]) for name in trained}
+    assert adapted == {2, 3}
+    loss, _ = answer_loss(model, batch(), bf16_autocast=False)
+    loss.backward()
+    assert tracked == {2, 3}  # layers 0 and 1 ran forward only: no graph was kept for them
+
+    with pytest.raises(ConfigError, match=r"LoRA from layer 4: the base has decoder layers 0-3"):
+        lora_config(TrainConfig(lora_from_layer=4), layers=4)
+
+
+def _hidden(out: Any) -> torch.Tensor:
+    return out[0] if isinstance(out, tuple) else out
