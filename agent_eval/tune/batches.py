@@ -57,10 +57,13 @@ def padding_id(tokenizer: Any) -> int:
     return int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
 
 
-def collate(items: Sequence[Encoded], pad_id: int) -> dict[str, Any]:
+def collate(items: Sequence[Encoded], pad_id: int, *, width_multiple: int = 1) -> dict[str, Any]:
+    """The batch as tensors, its rows padded on the right to the longest row's length rounded up to a
+    multiple of `width_multiple` (fewer distinct shapes, so the CPU kernels made for one shape are reused)."""
     import torch
 
-    width = max(len(x.input_ids) for x in items)
+    longest = max(len(x.input_ids) for x in items)
+    width = -(-longest // width_multiple) * width_multiple
     ids = [x.input_ids + [pad_id] * (width - len(x.input_ids)) for x in items]
     labels = [x.labels + [IGNORE] * (width - len(x.labels)) for x in items]
     mask = [[1] * len(x.input_ids) + [0] * (width - len(x.input_ids)) for x in items]

@@ -168,3 +168,21 @@ def test_lora_from_a_layer_adapts_only_the_layers_above_it_and_the_backward_pass
 
 def _hidden(out: Any) -> torch.Tensor:
     return out[0] if isinstance(out, tuple) else out
+
+
+def test_a_batch_padded_to_a_wider_multiple_has_the_same_loss() -> None:
+    from agent_eval.tune.batches import Encoded, collate
+
+    rows = [
+        Encoded(input_ids=[5, 6, 7, 8, 9, 10, 11], labels=[IGNORE] * 4 + [9, 10, 11]),
+        Encoded(input_ids=[12, 13, 14, 15, 16], labels=[IGNORE] * 3 + [15, 16]),
+    ]
+    tight, wide = collate(rows, 0), collate(rows, 0, width_multiple=16)
+    assert tight["input_ids"].shape == (2, 7) and wide["input_ids"].shape == (2, 16)
+    assert wide["attention_mask"].sum() == tight["attention_mask"].sum() == 12
+    assert (wide["labels"][:, 7:] == IGNORE).all()
+    model = tiny_lora_model("eager")
+    tight_loss, tight_worst = answer_loss(model, tight, bf16_autocast=False)
+    wide_loss, wide_worst = answer_loss(model, wide, bf16_autocast=False)
+    assert float(wide_loss) == pytest.approx(float(tight_loss), rel=1e-5)
+    assert wide_worst == pytest.approx(tight_worst, rel=1e-5)
