@@ -13,19 +13,14 @@ which allocator the process has mapped.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
+from agent_eval.builds.memory import status_kib
 from agent_eval.tune.batches import collate, encode, make_batches, padding_id
 from agent_eval.tune.dataset import read_dataset
-from agent_eval.tune.train import TrainConfig, answer_loss, load_base
-
-
-def resident_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+from agent_eval.tune.train import TrainConfig, TrainState, _optimizer_step, load_base
 
 
 def allocator() -> str:
@@ -59,30 +54,29 @@ def main() -> None:
     pad = padding_id(tokenizer)
     print(f"{allocator()}, width multiple {args.width_multiple}, {args.threads} threads", flush=True)
     shapes: set[tuple[int, ...]] = set()
-    begun, tokens, seconds, step, epoch = time.perf_counter(), 0, 0.0, 0, 0
-    while time.perf_counter() - begun < 60 * args.minutes:
+    state = TrainState(hardness=[None] * len(items))  # `tune train`'s step records each example's hardness
+    begun, tokens, seconds, epoch = time.perf_counter(), 0, 0.0, 0
+    deadline = begun + 60 * args.minutes
+    while time.perf_counter() < deadline:
         batches = make_batches(items, token_budget=cfg.token_budget, max_batch=cfg.max_batch, seed=epoch)
         for indices in batches:
             batch = collate([items[i] for i in indices], pad, width_multiple=args.width_multiple)
             shapes.add(tuple(batch["input_ids"].shape))
             started = time.perf_counter()
-            loss, _ = answer_loss(model, batch, bf16_autocast=cfg.bf16_autocast)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            _optimizer_step(model, optimizer, params, batch, 1e-4, indices, state, cfg.bf16_autocast)
             seconds += time.perf_counter() - started
             tokens += int(batch["attention_mask"].sum())
-            step += 1
-            if step % args.chunk == 0:
+            state.step += 1
+            if state.step % args.chunk == 0:
                 minute = (time.perf_counter() - begun) / 60
+                resident = status_kib(os.getpid(), "VmRSS") / 1024
                 print(
-                    f"{minute:5.1f} min  step {step:5d}  {tokens / seconds:6.0f} tok/s  "
-                    f"{resident_mib():7.0f} MiB resident  {len(shapes):4d} shapes",
+                    f"{minute:5.1f} min  step {state.step:5d}  {tokens / seconds:6.0f} tok/s  "
+                    f"{resident:7.0f} MiB resident  {len(shapes):4d} shapes",
                     flush=True,
                 )
                 tokens, seconds = 0, 0.0
-            if time.perf_counter() - begun >= 60 * args.minutes:
+            if time.perf_counter() >= deadline:
                 break
         epoch += 1
 

@@ -12,15 +12,21 @@ from pathlib import Path
 import psutil
 
 
-def rss_anon_kib(pid: int) -> int:
-    """RssAnon of one process in KiB (0 if it is gone or hides it)."""
+def status_kib(pid: int, field: str) -> int:
+    """One memory field of /proc/<pid>/status (`RssAnon`, `VmRSS`, ...) in KiB (0 if the process is gone or
+    hides it)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("RssAnon:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except (OSError, ValueError, IndexError):
         pass
     return 0
+
+
+def rss_anon_kib(pid: int) -> int:
+    """RssAnon of one process in KiB (0 if it is gone or hides it)."""
+    return status_kib(pid, "RssAnon")
 
 
 def tree_pids(root: int, exclude: frozenset[int] = frozenset()) -> list[int]:
