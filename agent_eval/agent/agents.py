@@ -80,13 +80,12 @@ def get_agent(name: str | None = None) -> Agent:
 
 
 def system_prompts() -> set[str]:
-    """The system prompt of every registered agent that has one: a recorded step made with any of them
-    can be replayed today (fidelity), one made with none of them came from an older prompt version."""
-    return {
-        a.prompt.system
-        for a in AGENTS.values()
-        if isinstance(a, PromptAgent) and isinstance(a.prompt, ChatFormat)
-    }
+    """The system prompts of every registered agent (a question task's own included): a recorded step made with
+    any of them can be replayed today (fidelity), one made with none of them came from an older prompt version."""
+    formats = [
+        a.prompt for a in AGENTS.values() if isinstance(a, PromptAgent) and isinstance(a.prompt, ChatFormat)
+    ]
+    return {f.system for f in formats} | {f.answer_system for f in formats if f.answer_system is not None}
 
 
 def fits_its_engine(build: Build) -> None:

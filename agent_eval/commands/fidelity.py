@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from agent_eval.fidelity.select import probe_builds
+from agent_eval.fidelity.select import check_against_run, probe_builds, say_changed_weights
 from agent_eval.rundir import FIDELITY_FILE
 
 
@@ -49,7 +49,9 @@ def fidelity_command(
     builds = load_builds(builds_file)
     ref = reference or read_run_settings(run_dir).reference or builds.reference.name
     wanted = tuple(n.strip() for n in names.split(",") if n.strip())
+    played = check_against_run(run_dir, builds, file_given=builds_file is not None)
     chosen = probe_builds(builds, wanted, ref, click.echo)
+    say_changed_weights(chosen, played, click.echo)
     result = run_fidelity(
         run_dir,
         chosen,

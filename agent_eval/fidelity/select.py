@@ -7,9 +7,13 @@ weights: one that has none is refused before any engine starts, not after the ot
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
-from agent_eval.builds.prepare import missing_weights
+from agent_eval.builds.prepare import missing_weights, read_prepared
 from agent_eval.builds.spec import Build, BuildSet
+from agent_eval.errors import ConfigError
+from agent_eval.rundir.layout import MANIFEST_FILE
+from agent_eval.rundir.run_manifest import read_manifest
 
 
 def can_probe(build: Build) -> bool:
@@ -42,3 +46,35 @@ def probe_builds(
             continue
         kept.append(build)
     return kept
+
+
+def check_against_run(run_dir: Path, builds: BuildSet, *, file_given: bool) -> dict[str, str | None]:
+    """What the run played (run.json: build name → weights hash; empty without run.json). Without
+    `--builds-file`, a build the run played that the default file lacks is refused: the run's own builds
+    file is wanted, or the run's builds would go unprobed without a word."""
+    if not (run_dir / MANIFEST_FILE).is_file():
+        return {}
+    played = {b.name: b.weights_hash for b in read_manifest(run_dir).builds}
+    missing = sorted(set(played) - {b.name for b in builds.builds})
+    if missing and not file_given:
+        raise ConfigError(
+            f"{run_dir} played {', '.join(missing)}, which the default builds file does not define; "
+            "pass --builds-file with the builds file the run's grid named (grid.yaml in the run "
+            "directory says builds_file)"
+        )
+    return played
+
+
+def say_changed_weights(
+    chosen: list[Build], played: dict[str, str | None], say: Callable[[str], None] = print
+) -> None:
+    """A probed build whose prepared weights are not the ones the run played is said: its probes measure
+    the weights on disk, not the run's."""
+    for build in chosen:
+        was = played.get(build.name)
+        prepared = read_prepared(build) if was is not None and build.resolved_path() is not None else None
+        if was is not None and prepared is not None and prepared.weights_hash != was:
+            say(
+                f"note: {build.name}'s weights on disk ({prepared.weights_hash[:19]}) are not the ones "
+                f"the run played ({was[:19]}); its probes measure the weights on disk"
+            )

@@ -174,6 +174,15 @@ def test_steps_of_the_tuned_compact_agent_are_replayable(tmp_path: Path) -> None
     assert all(s.messages[0]["content"] == compact.SYSTEM_PROMPT for s in steps)
 
 
+def test_steps_of_a_question_task_are_replayable(tmp_path: Path) -> None:
+    # A task that asks a question gets the compact agent's other system prompt (with the `answer` action).
+    write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
+    _record_prompts(tmp_path, system=compact.SYSTEM_PROMPT_ANSWERS)
+    steps, skipped = load_source_steps(tmp_path)
+    assert steps and not skipped
+    assert all(s.messages[0]["content"] == compact.SYSTEM_PROMPT_ANSWERS for s in steps)
+
+
 def test_an_oracle_source_without_oracle_episodes_says_so(tmp_path: Path) -> None:
     write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
     with pytest.raises(RunStoreError, match=r"no finished episodes.*oracle"):
@@ -389,3 +398,53 @@ def test_a_named_build_without_weights_is_refused_before_any_engine_starts(tmp_p
 
     with pytest.raises(BuildError, match=r"build 'other': weights missing at .*other; put the weights there"):
         probe_builds(_builds_with_one_unprepared(tmp_path), ("other",), "ref", print)
+
+
+def _played(run_dir: Path, hashes: dict[str, str]) -> None:
+    from datetime import UTC, datetime
+
+    from agent_eval.records import BuildManifest
+    from agent_eval.rundir.run_manifest import RunManifest, write_manifest
+
+    now = datetime.now(UTC)
+    builds = [
+        BuildManifest(name=n, scheme="bf16", engine="vllm-cpu", weights_hash=h) for n, h in hashes.items()
+    ]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_manifest(run_dir, RunManifest(run_id="r", created_at=now, updated_at=now, builds=builds))
+
+
+def test_a_run_build_missing_from_the_default_builds_file_is_refused(tmp_path: Path) -> None:
+    from agent_eval.errors import ConfigError
+    from agent_eval.fidelity.select import check_against_run
+
+    builds = _builds_with_one_unprepared(tmp_path)
+    run = tmp_path / "run"
+    _played(run, {"ref": "sha256:" + "a" * 64, "gptq-int4-g64": "sha256:" + "b" * 64})
+    with pytest.raises(
+        ConfigError, match=r"played gptq-int4-g64, which the default builds file.*--builds-file"
+    ):
+        check_against_run(run, builds, file_given=False)
+    # Named by the user, the file is taken as it is (the run's other builds are simply not probed).
+    assert set(check_against_run(run, builds, file_given=True)) == {"ref", "gptq-int4-g64"}
+    assert check_against_run(tmp_path / "no-manifest", builds, file_given=False) == {}
+
+
+def test_a_build_whose_weights_changed_since_the_run_is_said(tmp_path: Path) -> None:
+    from agent_eval.builds.prepare import PREPARED_FILE, Prepared
+    from agent_eval.fidelity.select import say_changed_weights
+
+    builds = _builds_with_one_unprepared(tmp_path)
+    on_disk = Prepared(
+        build="ref", scheme="bf16", weights_hash="sha256:" + "c" * 64, files=["model.safetensors"]
+    )
+    (tmp_path / "ref" / PREPARED_FILE).write_text(on_disk.model_dump_json())
+    said: list[str] = []
+    say_changed_weights([builds.get("ref")], {"ref": "sha256:" + "a" * 64}, said.append)
+    assert said == [
+        "note: ref's weights on disk (sha256:cccccccccccc) are not the ones the run played "
+        "(sha256:aaaaaaaaaaaa); its probes measure the weights on disk"
+    ]
+    said.clear()
+    say_changed_weights([builds.get("ref")], {"ref": on_disk.weights_hash}, said.append)
+    assert said == []
