@@ -80,8 +80,9 @@ def get_agent(name: str | None = None) -> Agent:
 
 
 def system_prompts() -> set[str]:
-    """The system prompts of every registered agent (a question task's own included): a recorded step made with
-    any of them can be replayed today (fidelity), one made with none of them came from an older prompt version."""
+    """The system prompts of every registered agent (a question task's own included): a recorded step
+    made with any of them can be replayed today (fidelity), one made with none of them came from an older
+    prompt version."""
     formats = [
         a.prompt for a in AGENTS.values() if isinstance(a, PromptAgent) and isinstance(a.prompt, ChatFormat)
     ]

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import click
 
-from agent_eval.fidelity.select import check_against_run, probe_builds, say_changed_weights
+from agent_eval.fidelity.select import (
+    check_against_run,
+    probe_builds,
+    say_changed_weights,
+    tokenizer_dir,
+)
 from agent_eval.rundir import FIDELITY_FILE
 
 
@@ -60,6 +65,7 @@ def fidelity_command(
         top_k=top_k,
         decode=not no_decode,
         max_steps=max_steps,
+        tokenizer=tokenizer_dir(builds.get(ref), builds),
         say=click.echo,
     )
     print_summary(result, click.echo)

@@ -28,7 +28,9 @@ from agent_eval.scoring.fidelity_fields import read_fidelity_json
 class GridFidelity:
     """The probes a grid runs on its served engines, and the fidelity.json it writes at its end."""
 
-    def __init__(self, run_dir: Path, reference: Build, say: Callable[[str], None]) -> None:
+    def __init__(
+        self, run_dir: Path, reference: Build, say: Callable[[str], None], tokenizer: Path | None = None
+    ) -> None:
         self.run_dir, self.reference, self.say = run_dir, reference, say
         self.steps: list[SourceStep] | None = None
         self.skipped: dict[str, int] = {}
@@ -36,7 +38,7 @@ class GridFidelity:
         self.requests: dict[str, object] = {}
         self.speed: dict[str, float] = {}
         self.probed: list[str] = []
-        self.mask = schema_mask(reference, say)
+        self.mask = schema_mask(reference, say, tokenizer)
 
     def _steps(self) -> list[SourceStep]:
         if self.steps is None:

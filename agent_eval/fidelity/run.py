@@ -162,9 +162,12 @@ def write_fidelity(run_dir: Path, result: FidelityResult) -> Path:
     return write_json_record(run_dir, FIDELITY_FILE, result)
 
 
-def schema_mask(build: Build, say: Say) -> SchemaMask | None:
-    """The action schema's mask with `build`'s tokenizer; None (said why) when it cannot be replayed."""
+def schema_mask(build: Build, say: Say, tokenizer: Path | None = None) -> SchemaMask | None:
+    """The action schema's mask with `build`'s tokenizer (`tokenizer`, the directory of the checkpoint it
+    was made from, for a GGUF file); None (said why) when it cannot be replayed."""
     path = build.resolved_path()
+    if path is None or not path.is_dir():
+        path = tokenizer
     if path is None or not path.is_dir():
         say(f"no tokenizer directory for {build.name}: agreement counts plain top-1 ranks (fewer forced)")
         return None
@@ -184,9 +187,11 @@ def run_fidelity(
     top_k: int = 20,
     decode: bool = True,
     max_steps: int | None = None,
+    tokenizer: Path | None = None,
     say: Say = print,
 ) -> FidelityResult:
-    """Serve each build in turn (the reference first) and probe the recorded steps on it."""
+    """Serve each build in turn (the reference first) and probe the recorded steps on it (`tokenizer`: the
+    reference's tokenizer directory when its weights are one GGUF file)."""
     steps, skipped = load_source_steps(run_dir, steps_from, reference)
     if max_steps is not None and len(steps) > max_steps:
         # A fixed random subset spreads over every episode (the first N steps would favour early steps).
@@ -200,7 +205,7 @@ def run_fidelity(
     requests: dict[str, object] = {}
     speed: dict[str, float] = {}
     ordered = sorted(builds, key=lambda b: b.name != reference)
-    mask = schema_mask(ordered[0], say)
+    mask = schema_mask(ordered[0], say, tokenizer)
     for build in ordered:
         say(f"serving {build.name} ...")
         with serve(build, fidelity_serving_dir(run_dir)) as served:

@@ -78,3 +78,19 @@ def say_changed_weights(
                 f"note: {build.name}'s weights on disk ({prepared.weights_hash[:19]}) are not the ones "
                 f"the run played ({was[:19]}); its probes measure the weights on disk"
             )
+
+
+def tokenizer_dir(build: Build, builds: BuildSet) -> Path | None:
+    """The checkpoint directory whose tokenizer `build` carries: its own, or for a build made by a recipe
+    (a GGUF file converted or quantized from another build) the first directory up its `prepare.source`
+    chain; None when the chain has none."""
+    seen: set[str] = set()
+    current: Build | None = build
+    while current is not None and current.name not in seen:
+        seen.add(current.name)
+        path = current.resolved_path()
+        if path is not None and path.is_dir():
+            return path
+        source = current.prepare.source if current.prepare else None
+        current = builds.get(source) if source is not None else None
+    return None

@@ -148,8 +148,10 @@ def grid_fidelity(spec: GridSpec, builds: GridBuilds, run_dir: Path, say: Any) -
     if not spec.fidelity:
         return None
     from agent_eval.fidelity.grid_hook import GridFidelity
+    from agent_eval.fidelity.select import tokenizer_dir
 
-    return GridFidelity(run_dir, builds.build_set.get(builds.reference), say)
+    reference = builds.build_set.get(builds.reference)
+    return GridFidelity(run_dir, reference, say, tokenizer_dir(reference, builds.build_set))
 
 
 class _Grid:

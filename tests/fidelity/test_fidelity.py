@@ -448,3 +448,40 @@ def test_a_build_whose_weights_changed_since_the_run_is_said(tmp_path: Path) -> 
     said.clear()
     say_changed_weights([builds.get("ref")], {"ref": on_disk.weights_hash}, said.append)
     assert said == []
+
+
+def test_a_gguf_build_takes_its_tokenizer_from_the_checkpoint_it_was_made_from(tmp_path: Path) -> None:
+    from agent_eval.fidelity.select import tokenizer_dir
+
+    (tmp_path / "ref").mkdir()
+    common = {"engine": "llama.cpp"}
+    builds = parse_builds(
+        [
+            {
+                "name": "ref",
+                "reference": True,
+                "scheme": "bf16",
+                "engine": "vllm-cpu",
+                "model_path": str(tmp_path / "ref"),
+            },
+            {
+                "name": "g16",
+                "scheme": "gguf-bf16",
+                "model_path": str(tmp_path / "g16" / "model.gguf"),
+                "prepare": {"kind": "gguf", "source": "reference", "gguf_type": "bf16"},
+                **common,
+            },
+            {
+                "name": "g8",
+                "scheme": "gguf-q8_0",
+                "model_path": str(tmp_path / "g8" / "model.gguf"),
+                "prepare": {"kind": "gguf", "source": "g16", "gguf_type": "q8_0"},
+                **common,
+            },
+            {"name": "lone", "scheme": "gguf-q8_0", "model_path": str(tmp_path / "lone.gguf"), **common},
+        ],
+        "test",
+    )
+    assert tokenizer_dir(builds.get("g8"), builds) == tmp_path / "ref"  # two steps up: g8 → g16 → ref
+    assert tokenizer_dir(builds.get("ref"), builds) == tmp_path / "ref"
+    assert tokenizer_dir(builds.get("lone"), builds) is None  # a GGUF from nowhere the set knows

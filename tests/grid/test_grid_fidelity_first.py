@@ -102,7 +102,7 @@ def hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[GridFidelity,
         return probes, 600.0, {"top_k": 20}
 
     monkeypatch.setattr(grid_hook, "probe_build", probe_build)
-    monkeypatch.setattr(grid_hook, "schema_mask", lambda build, say: None)
+    monkeypatch.setattr(grid_hook, "schema_mask", lambda build, say, tokenizer=None: None)
     monkeypatch.setattr(grid_hook, "load_source_steps", lambda run_dir, source, reference: ([], {}))
     return GridFidelity(tmp_path, load_builds().get("bf16"), said.append), said
 
