@@ -166,21 +166,16 @@ def test_steps_from_an_older_prompt_version_are_refused(tmp_path: Path) -> None:
         load_source_steps(tmp_path)
 
 
-def test_steps_of_the_tuned_compact_agent_are_replayable(tmp_path: Path) -> None:
+# A task that asks a question gets the compact agent's other system prompt (with the `answer` action).
+@pytest.mark.parametrize(
+    "system", [compact.SYSTEM_PROMPT, compact.SYSTEM_PROMPT_ANSWERS], ids=["act", "answer"]
+)
+def test_steps_of_the_tuned_compact_agent_are_replayable(tmp_path: Path, system: str) -> None:
     write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
-    _record_prompts(tmp_path, system=compact.SYSTEM_PROMPT)
+    _record_prompts(tmp_path, system=system)
     steps, skipped = load_source_steps(tmp_path)
     assert steps and not skipped
-    assert all(s.messages[0]["content"] == compact.SYSTEM_PROMPT for s in steps)
-
-
-def test_steps_of_a_question_task_are_replayable(tmp_path: Path) -> None:
-    # A task that asks a question gets the compact agent's other system prompt (with the `answer` action).
-    write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
-    _record_prompts(tmp_path, system=compact.SYSTEM_PROMPT_ANSWERS)
-    steps, skipped = load_source_steps(tmp_path)
-    assert steps and not skipped
-    assert all(s.messages[0]["content"] == compact.SYSTEM_PROMPT_ANSWERS for s in steps)
+    assert all(s.messages[0]["content"] == system for s in steps)
 
 
 def test_an_oracle_source_without_oracle_episodes_says_so(tmp_path: Path) -> None:
