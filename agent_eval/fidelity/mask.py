@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agent_eval.agent.prompt import with_answer
+
 
 class SchemaMask:
     """Masked ranks of a forced answer under a JSON schema (needs xgrammar and transformers, as vLLM does)."""
@@ -28,16 +30,26 @@ class SchemaMask:
         self._info = xgr.TokenizerInfo.from_huggingface(tokenizer)
         compiler = xgr.GrammarCompiler(self._info, max_threads=1)
         self._grammar = compiler.compile_json_schema(json.dumps(schema), any_whitespace=True)
+        # A task that asks a question is decoded with the answer action among the alternatives.
+        self._answer_grammar = compiler.compile_json_schema(
+            json.dumps(with_answer(schema)), any_whitespace=True
+        )
 
     def masked_ranks(
-        self, answer_ids: Sequence[int], ranks: Sequence[int], tops: Sequence[Mapping[int, float]]
+        self,
+        answer_ids: Sequence[int],
+        ranks: Sequence[int],
+        tops: Sequence[Mapping[int, float]],
+        *,
+        answers: bool = False,
     ) -> list[int | None]:
-        """Per position: 1 + allowed tokens ahead of the forced one; None where that is unknown.
+        """Per position: 1 + allowed tokens ahead of the forced one; None where that is unknown. `answers`:
+        the step's task asks a question (the schema with the answer action).
 
         After a forced token the grammar rejects (the source answer broke the schema), every rank is None.
         """
         xgr = self._xgr
-        matcher = xgr.GrammarMatcher(self._grammar)
+        matcher = xgr.GrammarMatcher(self._answer_grammar if answers else self._grammar)
         bitmask = xgr.allocate_token_bitmask(1, self._info.vocab_size)
         out: list[int | None] = []
         broken = False

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from agent_eval.action import Action
 from agent_eval.agent.parse import parse_action
-from agent_eval.agent.prompt import action_schema
+from agent_eval.agent.prompt import action_schema, with_answer
 from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.teacher import TeacherClient
@@ -144,7 +144,8 @@ class BuildProber:
         prefill_s = time.perf_counter() - started
         positions = forced.positions
         ranks = [p.rank for p in positions]
-        masked = self.mask.masked_ranks(answer_ids, ranks, [p.top for p in positions]) if self.mask else None
+        tops = [p.top for p in positions]
+        masked = self.mask.masked_ranks(answer_ids, ranks, tops, answers=step.answers) if self.mask else None
         probe = StepProbe(
             build=self.build,
             episode=step.episode,
@@ -169,7 +170,8 @@ class BuildProber:
             return probe.model_copy(update={"agrees": True, "via": "forced"})
         if not self.decode:
             return probe.model_copy(update={"agrees": False, "via": "undecided"})
-        answer = self.chat.chat(step.messages, json_schema=self._schema).text
+        schema = with_answer(self._schema) if step.answers else self._schema  # as the agent asked
+        answer = self.chat.chat(step.messages, json_schema=schema).text
         action = parse_action(answer).action
         return probe.model_copy(
             update={

@@ -16,6 +16,8 @@ from agent_eval.agent.agents import system_prompts
 from agent_eval.errors import RunStoreError
 from agent_eval.records import EpisodeRecord, StepRecord
 from agent_eval.rundir import read_episodes, read_steps, settle_attempts
+from agent_eval.rundir.layout import MANIFEST_FILE
+from agent_eval.rundir.run_manifest import read_manifest
 from agent_eval.scoring.scorecard import resolve_reference
 
 
@@ -36,6 +38,7 @@ class SourceStep:
     answer: str
     action: Action | None
     goal_before: bool  # the goal state when the prompt was made (the timeline's value before this step)
+    answers: bool = False  # its task asks a question: the agent's schema had the answer action
 
     @property
     def episode(self) -> str:
@@ -79,6 +82,13 @@ def _problem(step: StepRecord, current_systems: set[str]) -> str | None:
     return None
 
 
+def question_tasks(run_dir: Path) -> set[str]:
+    """The run's tasks that ask a question (run.json says; none without run.json)."""
+    if not (run_dir / MANIFEST_FILE).is_file():
+        return set()
+    return {t.id for t in read_manifest(run_dir).tasks if t.answer}
+
+
 def load_source_steps(
     run_dir: Path, source: StepsFrom = StepsFrom.REFERENCE, reference: str | None = None
 ) -> tuple[list[SourceStep], dict[str, int]]:
@@ -95,6 +105,7 @@ def load_source_steps(
     steps: list[SourceStep] = []
     skipped: dict[str, int] = {}
     current_systems = system_prompts()
+    asking = question_tasks(run_dir)
     for episode in sorted(episodes, key=lambda e: (e.build, e.task_id, e.seed)):
         for record in read_steps(run_dir, episode):
             problem = _problem(record, current_systems)
@@ -113,6 +124,7 @@ def load_source_steps(
                     answer=record.raw_answer,
                     action=record.action,
                     goal_before=timeline[record.step - 1] if record.step - 1 < len(timeline) else False,
+                    answers=episode.task_id in asking or episode.answer is not None,
                 )
             )
     if not steps:

@@ -480,3 +480,72 @@ def test_a_gguf_build_takes_its_tokenizer_from_the_checkpoint_it_was_made_from(t
     assert tokenizer_dir(builds.get("g8"), builds) == tmp_path / "ref"  # two steps up: g8 → g16 → ref
     assert tokenizer_dir(builds.get("ref"), builds) == tmp_path / "ref"
     assert tokenizer_dir(builds.get("lone"), builds) is None  # a GGUF from nowhere the set knows
+
+
+class _RecordingMask:
+    """A mask that sends every step to a decode and records whether it was asked for the answer schema."""
+
+    def __init__(self) -> None:
+        self.answers: list[bool] = []
+
+    def masked_ranks(
+        self, answer_ids: list[int], ranks: list[int], tops: list[object], *, answers: bool
+    ) -> list[int]:
+        self.answers.append(answers)
+        return [2] * len(answer_ids)
+
+
+@pytest.mark.parametrize("asks", [True, False])
+def test_a_question_task_is_probed_and_decoded_with_the_answer_action(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, asks: bool
+) -> None:
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from agent_eval.agent.prompt import schema_allows
+    from agent_eval.rundir.run_manifest import RunManifest, TaskEntry, write_manifest
+
+    write_synthetic_run(tmp_path, SyntheticRun(builds=("bf16",), tasks=("wifi_on",), seeds=1))
+    _record_prompts(tmp_path, system=compact.SYSTEM_PROMPT_ANSWERS if asks else compact.SYSTEM_PROMPT)
+    now = datetime.now(UTC)
+    task = TaskEntry(id="wifi_on", version=1, sha256="0" * 64, answer=asks)
+    write_manifest(tmp_path, RunManifest(run_id="r", created_at=now, updated_at=now, tasks=[task]))
+    steps, _ = load_source_steps(tmp_path)
+    assert steps and all(s.answers is asks for s in steps)
+    server, mask = TeacherEndpoint(0.6, 0.3), _RecordingMask()
+    schemas: list[dict[str, object]] = []
+
+    def chat(messages: object, json_schema: dict[str, object]) -> SimpleNamespace:
+        schemas.append(json_schema)
+        return SimpleNamespace(text='{"type": "answer", "text": "7"}')
+
+    try:
+        prober = BuildProber("bf16", Endpoint(server.base_url, "scripted"), top_k=1, mask=mask)  # type: ignore[arg-type]
+        monkeypatch.setattr(prober.chat, "chat", chat)
+        probe = prober.probe(steps[0], {})
+        prober.close()
+    finally:
+        server.close()
+    assert probe.via == "decoded" and mask.answers == [asks]
+    assert schema_allows(schemas[0], {"type": "answer", "text": "7"}) is asks  # the schema the agent had
+
+
+@pytest.mark.slow  # prepares the default builds if no earlier test has: the base model's tokenizer
+def test_the_mask_of_a_question_task_allows_the_answer_action() -> None:
+    from transformers import AutoTokenizer
+
+    from agent_eval.agent.prompt import action_schema
+    from agent_eval.builds.spec import models_dir
+    from agent_eval.fidelity.mask import SchemaMask
+
+    prepared_default_builds()
+    tokenizer_dir = models_dir() / "smollm2-135m-instruct" / "bf16"
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    mask = SchemaMask(tokenizer_dir, action_schema())
+    answer = tokenizer('{"type": "answer", "text": "7"}', add_special_tokens=False)["input_ids"]
+    answer.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    tops = [{t: -0.1} for t in answer]  # the forced token is the only one known: its masked rank is 1
+    ones = [1] * len(answer)
+    assert mask.masked_ranks(answer, ones, tops, answers=True) == ones
+    refused = mask.masked_ranks(answer, ones, tops, answers=False)  # no answer action: the grammar breaks
+    assert None in refused and refused[0] == 1
