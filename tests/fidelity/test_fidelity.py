@@ -8,6 +8,7 @@ import json
 import math
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _engines import prepared_default_builds
@@ -323,12 +324,10 @@ def test_a_continued_grid_assembles_fidelity_from_the_probes_on_disk(tmp_path: P
     assert any("wrote" in line for line in said)
 
 
-@pytest.mark.slow  # prepares the default builds if no earlier test has: the base model's tokenizer
-def test_a_tie_in_the_mask_goes_to_the_lower_token_id() -> None:
-    """Greedy decoding takes the first of equal maxima: an allowed token as likely as the forced one is ahead
-    of it only when its id is lower (a tie once sent 9 of 60 of the tuned reference's own answers to a
-    decode)."""
-    import xgrammar as xgr
+def _real_mask_and_answer(text: str) -> tuple[Any, list[int], int]:
+    """The action schema's mask with the base model's tokenizer, `text` as its token ids and end of turn,
+    and the tokenizer's size."""
+    from transformers import AutoTokenizer
 
     from agent_eval.agent.prompt import action_schema
     from agent_eval.builds.spec import models_dir
@@ -336,19 +335,27 @@ def test_a_tie_in_the_mask_goes_to_the_lower_token_id() -> None:
 
     prepared_default_builds()
     tokenizer_dir = models_dir() / "smollm2-135m-instruct" / "bf16"
-    from transformers import AutoTokenizer
-
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    mask = SchemaMask(tokenizer_dir, action_schema())
-    answer = tokenizer('{"type": "done"}', add_special_tokens=False)["input_ids"]
+    answer: list[int] = tokenizer(text, add_special_tokens=False)["input_ids"]
     answer.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    return SchemaMask(tokenizer_dir, action_schema()), answer, len(tokenizer)
+
+
+@pytest.mark.slow  # prepares the default builds if no earlier test has: the base model's tokenizer
+def test_a_tie_in_the_mask_goes_to_the_lower_token_id() -> None:
+    """Greedy decoding takes the first of equal maxima: an allowed token as likely as the forced one is ahead
+    of it only when its id is lower (a tie once sent 9 of 60 of the tuned reference's own answers to a
+    decode)."""
+    import xgrammar as xgr
+
+    mask, answer, tokens = _real_mask_and_answer('{"type": "done"}')
     bitmask = xgr.allocate_token_bitmask(1, mask._info.vocab_size)
     matcher = xgr.GrammarMatcher(mask._grammar)
     at = 0  # the first position with allowed tokens on both sides of the forced one
     while True:
         forced = answer[at]
         matcher.fill_next_token_bitmask(bitmask)
-        allowed = [t for t in range(len(tokenizer)) if (int(bitmask[0][t // 32]) >> (t % 32)) & 1]
+        allowed = [t for t in range(tokens) if (int(bitmask[0][t // 32]) >> (t % 32)) & 1]
         if any(t < forced for t in allowed) and any(t > forced for t in allowed):
             break
         assert matcher.accept_token(forced)
@@ -532,18 +539,7 @@ def test_a_question_task_is_probed_and_decoded_with_the_answer_action(
 
 @pytest.mark.slow  # prepares the default builds if no earlier test has: the base model's tokenizer
 def test_the_mask_of_a_question_task_allows_the_answer_action() -> None:
-    from transformers import AutoTokenizer
-
-    from agent_eval.agent.prompt import action_schema
-    from agent_eval.builds.spec import models_dir
-    from agent_eval.fidelity.mask import SchemaMask
-
-    prepared_default_builds()
-    tokenizer_dir = models_dir() / "smollm2-135m-instruct" / "bf16"
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    mask = SchemaMask(tokenizer_dir, action_schema())
-    answer = tokenizer('{"type": "answer", "text": "7"}', add_special_tokens=False)["input_ids"]
-    answer.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    mask, answer, _ = _real_mask_and_answer('{"type": "answer", "text": "7"}')
     tops = [{t: -0.1} for t in answer]  # the forced token is the only one known: its masked rank is 1
     ones = [1] * len(answer)
     assert mask.masked_ranks(answer, ones, tops, answers=True) == ones
