@@ -163,11 +163,10 @@ def write_fidelity(run_dir: Path, result: FidelityResult) -> Path:
 
 
 def schema_mask(build: Build, say: Say, tokenizer: Path | None = None) -> SchemaMask | None:
-    """The action schema's mask with `build`'s tokenizer (`tokenizer`, the directory of the checkpoint it
-    was made from, for a GGUF file); None (said why) when it cannot be replayed."""
-    path = build.resolved_path()
-    if path is None or not path.is_dir():
-        path = tokenizer
+    """The action schema's mask with `build`'s tokenizer (`tokenizer`: its checkpoint directory, or for a
+    GGUF file the one it was made from; default: the build's own directory); None (said why) when it cannot
+    be replayed."""
+    path = tokenizer or build.resolved_path()
     if path is None or not path.is_dir():
         say(f"no tokenizer directory for {build.name}: agreement counts plain top-1 ranks (fewer forced)")
         return None

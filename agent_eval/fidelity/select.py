@@ -72,8 +72,10 @@ def say_changed_weights(
     the weights on disk, not the run's."""
     for build in chosen:
         was = played.get(build.name)
-        prepared = read_prepared(build) if was is not None and build.resolved_path() is not None else None
-        if was is not None and prepared is not None and prepared.weights_hash != was:
+        if was is None or build.resolved_path() is None:
+            continue
+        prepared = read_prepared(build)
+        if prepared is not None and prepared.weights_hash != was:
             say(
                 f"note: {build.name}'s weights on disk ({prepared.weights_hash[:19]}) are not the ones "
                 f"the run played ({was[:19]}); its probes measure the weights on disk"
