@@ -1,6 +1,7 @@
 """Validating tasks: plays every task's oracle through the real episode loop to check each task is sound.
 
-A task passes when it starts right (goal false; true for verify tasks) and its oracle ends in success.
+A task passes when it starts right (goal false; true for verify tasks) and its oracle ends in success; for a
+task that asks a question, with its goal state (the screen that shows the answer) reached on the way.
 """
 
 from __future__ import annotations
@@ -101,6 +102,13 @@ def check_instance(
     problems = []
     if record.outcome is not Outcome.SUCCESS:
         problems.append(record.error or f"the oracle ended in {record.outcome.value}, not success")
+    elif instance.answer is not None and not record.reached:
+        # The demonstrator answers once the goal state holds, else when its script runs out: an oracle
+        # whose right answer never met its goal state teaches answering from a screen the task did not mean.
+        problems.append(
+            "the oracle answered right but the goal state (the screen that shows the answer) never held: "
+            "fix the goal state or the oracle's steps"
+        )
     if record.invalid_actions:
         reasons = _invalid_reasons(episode_dir)
         problems.append(f"{record.invalid_actions} oracle step(s) were invalid: " + "; ".join(reasons))

@@ -58,9 +58,17 @@ def test_broken_tasks_fail_with_their_names_and_reasons(serial: str, tmp_path: P
         "goal_state: {setting: {namespace: global, key: wifi_on, equals: '1'}}\n"
         "oracle: [{type: tap, text: Teleport}, {type: done}]\n"
     )
+    # The oracle answers right from the list, but the goal state is the contact's card: never reached.
+    (tmp_path / "blind.yaml").write_text(
+        "id: answers_blind\ngoal: What is Dana Lee's number?\n"
+        "goal_state: {activity: {matches: 'QuickContactActivity$'}}\n"
+        "answer: {answer: {equals: '+1 555-0142', normalize: [digits]}}\n"
+        "oracle: [{type: open_app, app: Contacts}, {type: answer, text: '+1 555-0142'}]\n"
+    )
     done = validate(str(tmp_path), "--device", serial)
     assert done.returncode == 1
-    assert "3 task instance(s) failed" in done.stderr
+    assert "4 task instance(s) failed" in done.stderr
+    assert "answers_blind (seed 0): the oracle answered right but the goal state" in done.stderr
     assert "already_on (seed 0): " in done.stderr and "goal already holds at the start" in done.stderr
     assert "undoes_it (seed 0): the oracle ended in undone" in done.stderr
     assert "lost (seed 0): " in done.stderr and "Teleport" in done.stderr
