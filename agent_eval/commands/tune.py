@@ -200,8 +200,8 @@ def _say_dataset(s: DatasetSummary) -> None:
     default=2_300_000,
     show_default=True,
     type=click.IntRange(min=0),
-    help="Cap on the training tokens whatever --epochs gives (0: no cap); 2.3 M is ~55 min at the "
-    "~700 tok/s 2 cores give.",
+    help="Cap on the training tokens whatever --epochs gives (0: no cap); 2.3 M took 52.6-62.5 min on 2 "
+    "cores, and ~75 min at the 440-500 tok/s a long tight-width run fell to (docs/tuning.md).",
 )
 @click.option(
     "--max-minutes",
@@ -224,6 +224,14 @@ def _say_dataset(s: DatasetSummary) -> None:
 )
 @click.option(
     "--threads", default=2, show_default=True, help="torch threads (1 is faster on a busy machine)."
+)
+@click.option(
+    "--width-multiple",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Pad each batch's width to a multiple of this (64: a handful of shapes; 1: tight). A tight run's "
+    "rate fell within its process, a padded one held (docs/tuning.md).",
 )
 @click.option(
     "--task-floor", default=0, show_default=True, help="Repeat a small task's examples up to ~this many."
@@ -256,6 +264,7 @@ def train_command(
     learning_rate: float,
     lora_from_layer: int,
     threads: int,
+    width_multiple: int,
     task_floor: int,
     focus_loss: float,
     easy_share: float,
@@ -280,6 +289,7 @@ def train_command(
         seed=seed,
         threads=threads,
         lora_from_layer=lora_from_layer,
+        width_multiple=width_multiple,
         task_floor=task_floor,
         focus_loss=focus_loss or None,
         easy_share=easy_share,

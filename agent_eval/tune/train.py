@@ -79,6 +79,9 @@ class TrainConfig:
     # LoRA on the decoder layers from this index up (0: every layer). The backward pass stops at the lowest
     # adapted layer, so a higher start trains faster per token (bench/bench_train.py --lora-from-layer).
     lora_from_layer: int = 0
+    # Each batch's width padded up to a multiple of this (1: as long as its longest example). Fewer distinct
+    # shapes: a tight-width run's rate fell within the process (docs/tuning.md), a padded one held.
+    width_multiple: int = 1
 
 
 @dataclass
@@ -236,7 +239,7 @@ def train(
             state.epoch_sizes.append(sum(len(b) for b in state.epoch_batches))
         started = time.perf_counter()
         indices = state.epoch_batches[state.epoch_position]
-        batch = collate([items[i] for i in indices], pad)
+        batch = batch_of(items, indices, pad, cfg)
         lr = learning_rate(cfg, state.step, budget_used(state, cfg))
         value = _optimizer_step(model, optimizer, params, batch, lr, indices, state, cfg.bf16_autocast)
         tokens = int(batch["attention_mask"].sum())
@@ -259,6 +262,11 @@ def train(
     model.save_pretrained(out_dir / "adapter")
     (out_dir / "train_state.json").write_text(json.dumps(asdict(state)), encoding="utf-8")
     return state
+
+
+def batch_of(items: list[Encoded], indices: list[int], pad: int, cfg: TrainConfig) -> dict[str, Any]:
+    """The padded tensors of one batch, its width a multiple of `cfg.width_multiple`."""
+    return collate([items[i] for i in indices], pad, width_multiple=cfg.width_multiple)
 
 
 def budget_used(state: TrainState, cfg: TrainConfig) -> float:

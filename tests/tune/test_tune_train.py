@@ -186,3 +186,13 @@ def test_a_batch_padded_to_a_wider_multiple_has_the_same_loss() -> None:
     wide_loss, wide_worst = answer_loss(model, wide, bf16_autocast=False)
     assert float(wide_loss) == pytest.approx(float(tight_loss), rel=1e-5)
     assert wide_worst == pytest.approx(tight_worst, rel=1e-5)
+
+
+def test_training_batches_take_the_configured_width_multiple() -> None:
+    from agent_eval.tune.batches import Encoded
+    from agent_eval.tune.train import TrainConfig, batch_of
+
+    items = [Encoded(input_ids=list(range(1, 1 + n)), labels=list(range(1, 1 + n))) for n in (3, 70, 5)]
+    assert batch_of(items, [0, 2], 0, TrainConfig())["input_ids"].shape == (2, 5)
+    assert batch_of(items, [0, 2], 0, TrainConfig(width_multiple=64))["input_ids"].shape == (2, 64)
+    assert batch_of(items, [0, 1], 0, TrainConfig(width_multiple=64))["input_ids"].shape == (2, 128)
