@@ -115,6 +115,7 @@ class BuildProber:
         self.decode = decode
         self.workers = workers
         self._schema = action_schema()
+        self._answer_schema = with_answer(self._schema)  # what the agent asks with on a question task
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -170,7 +171,7 @@ class BuildProber:
             return probe.model_copy(update={"agrees": True, "via": "forced"})
         if not self.decode:
             return probe.model_copy(update={"agrees": False, "via": "undecided"})
-        schema = with_answer(self._schema) if step.answers else self._schema  # as the agent asked
+        schema = self._answer_schema if step.answers else self._schema
         answer = self.chat.chat(step.messages, json_schema=schema).text
         action = parse_action(answer).action
         return probe.model_copy(
