@@ -21,7 +21,13 @@ from agent_eval.builds.adapter import (
     sha256_file,
 )
 from agent_eval.builds.prepare import weights_hash
-from agent_eval.builds.spec import declare_prompt_extension, parse_builds, repo_root, sends_the_prompts_of
+from agent_eval.builds.spec import (
+    declare_prompt_extension,
+    load_builds,
+    parse_builds,
+    repo_root,
+    sends_the_prompts_of,
+)
 from agent_eval.errors import BuildError
 
 SHIPPED = repo_root() / "adapters" / "smollm2-135m-agent"
@@ -93,7 +99,12 @@ def test_the_shipped_adapter_matches_its_manifest() -> None:
     size = (SHIPPED / ADAPTER_FILE).stat().st_size
     assert size == manifest.adapter_bytes <= MAX_ADAPTER_BYTES
     extra = manifest.model_dump()
-    assert extra["prompt_format"] == "compact"
+    assert extra["prompt_format"] == "compact-noted"
+    # Every tuned build in the shipped build files is played with the prompts the adapter was tuned on.
+    for file in ("default.yaml", "ladder.yaml"):
+        for build in load_builds(repo_root() / "builds" / file).builds:
+            if build.agent is not None:
+                assert sends_the_prompts_of(build.agent, extra["prompt_format"]), (file, build.name)
     assert not set(extra["held_out_tasks"]) & set(extra["tasks_used"])
 
 
