@@ -117,6 +117,18 @@ def test_the_time_cap_ends_a_run_and_its_schedule_before_the_tokens_do() -> None
     assert finished(TrainState(budget_tokens=1000, tokens=1000, seconds=60.0), capped)
 
 
+def test_a_run_the_clock_ended_well_short_of_its_budget_is_warned_about() -> None:
+    from agent_eval.commands.tune import short_of_budget
+    from agent_eval.tune.train import TrainState
+
+    # The shipped adapter's run: 86 % of its budget in 57 minutes, no warning.
+    assert short_of_budget(TrainState(budget_tokens=2_300_000, tokens=1_981_661)) is None
+    assert short_of_budget(TrainState(budget_tokens=2_300_000, tokens=2_300_000)) is None
+    # A slow host's run: a third of the budget; the warning says how much and what to pass.
+    warning = short_of_budget(TrainState(budget_tokens=2_300_000, tokens=760_000))
+    assert warning is not None and "33%" in warning and "--max-minutes 0" in warning
+
+
 def test_a_checkpoint_is_not_continued_on_another_dataset(tmp_path: Path) -> None:
     out = tmp_path / "train"
     settle_dataset(out, "a" * 64)  # a new run notes its dataset
