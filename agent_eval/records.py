@@ -30,10 +30,13 @@ class Outcome(StrEnum):
     NO_STOP = "no_stop"
     PREMATURE_DONE = "premature_done"
     NAV_FAIL = "nav_fail"
+    WRONG_ANSWER = "wrong_answer"
     INFRA_ERROR = "infra_error"
 
 
 Said = Literal["done", "infeasible", "answer"]
+EpisodeKind = Literal["episode", "probe"]
+"""An ordinary episode, or a navigation probe: the same task and seed played with stopping taken away."""
 
 
 class StepLatency(StrictModel):
@@ -135,6 +138,12 @@ class EpisodeRecord(StrictModel):
 
     schema_version: int = SCHEMA_VERSION
     run_id: str
+    kind: EpisodeKind = Field(
+        "episode",
+        description="episode, or probe: a navigation probe, played with done, infeasible and answer taken "
+        "out of the action schema and ended when the goal first holds (outcome no_stop) or at max steps "
+        "(nav_fail); its records are in navigation-probes.jsonl.",
+    )
     build: str
     task_id: str
     task_version: int = 1
@@ -192,15 +201,25 @@ def classify(goal_timeline: list[bool], said: Said | None) -> Outcome:
 def classify_answer(goal_timeline: list[bool], said: Said | None, correct: bool | None) -> Outcome:
     """The outcome of an answer task (docs/scorecard.md): the timeline is navigation (the screen that shows
     the answer was on screen); completion is a right answer given as the final action, with or without it.
-    Any other ending counts as an unrecognised goal: no_stop when the answer was seen, else premature_done
-    (something was said) or nav_fail."""
+    Any other ending: wrong_answer when it stopped after the answer was on screen (a wrong answer, or done
+    with none), no_stop when it was seen and the agent never stopped, else premature_done (something was
+    said before the answer was ever on screen) or nav_fail."""
     if not goal_timeline:
         raise ValueError("an episode's goal timeline has at least the value before its first step")
     if said == "answer" and correct:
         return Outcome.SUCCESS
     if any(goal_timeline):
-        return Outcome.NO_STOP
+        # It stopped on the screen that shows the answer and read it wrong: reading, not stopping, failed.
+        return Outcome.WRONG_ANSWER if said is not None else Outcome.NO_STOP
     return Outcome.PREMATURE_DONE if said is not None else Outcome.NAV_FAIL
+
+
+def classify_probe(goal_timeline: list[bool]) -> Outcome:
+    """A navigation probe's outcome: it cannot stop, so no_stop when the goal held (it got there), else
+    nav_fail (it ran out of steps without getting there)."""
+    if not goal_timeline:
+        raise ValueError("an episode's goal timeline has at least the value before its first step")
+    return Outcome.NO_STOP if any(goal_timeline) else Outcome.NAV_FAIL
 
 
 class EngineRecord(StrictModel):

@@ -10,7 +10,7 @@ from typing import Any
 
 from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Decision, StepContext, recent
-from agent_eval.agent.prompt import Prompt, action_schema, build_prompt, with_answer
+from agent_eval.agent.prompt import Prompt, action_schema, build_prompt, with_answer, without_stops
 from agent_eval.builds.chat_client import ChatClient
 from agent_eval.screen.observation import Observation
 
@@ -60,6 +60,12 @@ class LLMPolicy:
             **asks,
         )
         schema = with_answer(self._schema) if context.answers else self._schema
+        if not context.can_stop:
+            if not self.structured_output:
+                # Only the engine's constraint keeps a probe from stopping; a grid refuses such a build
+                # before any episode (grid/probes.py), so reaching this is a caller's bug.
+                raise ValueError("a navigation probe needs structured output to take stopping away")
+            schema = without_stops(schema)
         result = self.client.chat(
             prompt.messages,
             json_schema=schema if self.structured_output else None,

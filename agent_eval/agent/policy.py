@@ -39,6 +39,10 @@ class StepContext:
     history: tuple[PastStep, ...]
     seed: int
     answers: bool = False  # the task asks a question: the `answer` action is offered (and expected)
+    # False in a navigation probe: the episode cannot be ended by the agent, so a policy must not answer
+    # done, infeasible or answer (the LLM policy takes them out of the schema the engine is constrained by;
+    # the prompt stays the ordinary one, so the probe replays the episode on an engine that keeps its draw).
+    can_stop: bool = True
 
 
 @dataclass(frozen=True)

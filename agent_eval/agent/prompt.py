@@ -113,6 +113,21 @@ def with_answer(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "anyOf": [*alternatives, answer]}
 
 
+STOPS = frozenset({ActionType.DONE.value, ActionType.INFEASIBLE.value, ActionType.ANSWER.value})
+
+
+def without_stops(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with the alternatives that end an episode (done, infeasible, answer) taken out: what a
+    navigation probe constrains the engine with, so the model cannot emit them."""
+    alternatives = schema.get("anyOf")
+    if not isinstance(alternatives, list):
+        return schema
+    kept = [
+        a for a in alternatives if not STOPS & set(a.get("properties", {}).get("type", {}).get("enum", []))
+    ]
+    return {**schema, "anyOf": kept}
+
+
 def schema_allows(schema: dict[str, Any], answer: dict[str, Any]) -> bool:
     """Whether a constrained decoder could write `answer` under `schema`: one alternative takes its type, has
     every field it holds and needs no field it lacks (the shapes `action_schema` makes)."""

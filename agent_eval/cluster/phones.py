@@ -191,7 +191,9 @@ def _lost_attempt(
 ) -> EpisodeRecord:
     """The infra-error record of an attempt whose actor died with it (nothing of it reached the head)."""
     where = str(attempt.episode_dir.relative_to(attempt.run_dir))
-    played = Played(attempt.run_id, cell.build, seat.serial, agent.manifest, attempt.number, where, started)
+    played = Played(
+        attempt.run_id, cell.kind, cell.build, seat.serial, agent.manifest, attempt.number, where, started
+    )
     return infra_error_record(cell.task.instantiate(cell.seed), played, error)
 
 

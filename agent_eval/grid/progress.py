@@ -64,6 +64,6 @@ class GridProgress:
 
     def episode(self, cell: Cell, record: EpisodeRecord) -> None:
         self.console.print(episode_line(cell, record, self.phase))
-        if record.outcome is not Outcome.INFRA_ERROR:
+        if record.outcome is not Outcome.INFRA_ERROR and cell.kind == "episode":  # probes are not planned
             self._progress.advance(self._build[cell.build])
             self._progress.advance(self._all)

@@ -34,6 +34,7 @@ from agent_eval.grid.plan import (
     seed_range,
     top_up,
 )
+from agent_eval.grid.probes import probe_follow_up, refuse_unprobeable
 from agent_eval.grid.progress import GridProgress
 from agent_eval.grid.schedule import Engines, phones
 from agent_eval.grid.spec import GridSpec, is_task_id, load_grid, parse_grid, resolve_path
@@ -129,6 +130,7 @@ def _config(spec: GridSpec, reference: str) -> dict[str, Any]:
         "seeds": spec.seeds,
         "devices": spec.devices,
         "looks": len(spec.schedule),  # the verdicts' alpha is spent over these (scoring/sequential.py)
+        "probes": spec.probes,
     }
 
 
@@ -171,6 +173,7 @@ class _Grid:
         self.engines, self.progress, self.result = engines, progress, result
         self.devices: list[EpisodeDevice | Seat] = []
         self.fidelity = grid_fidelity(spec, builds, store.run_dir, progress.say)
+        self.follow_up = probe_follow_up(spec.probes)
 
     def show_plan(self, targets: dict[CellKey, int]) -> None:
         finished = self.store.finished()
@@ -242,16 +245,32 @@ class _Grid:
         walls: dict[str, list[float]] = {}
         for (build, _, _), e in self.store.finished().items():
             walls.setdefault(build, []).append((e.finished_at - e.started_at).total_seconds())
+        # An episode's navigation probe (when it gets one) is part of what growing its cell costs.
+        probing: dict[str, float] = {}
+        for (build, _, _), e in self.store.finished("probe").items():
+            probing[build] = probing.get(build, 0.0) + (e.finished_at - e.started_at).total_seconds()
         phones = max(len(self.devices), 1)
-        pace = {b: sum(w) / len(w) / phones / PHONES_BUSY for b, w in walls.items() if w}
+        pace = {
+            b: (sum(w) + probing.get(b, 0.0)) / len(w) / phones / PHONES_BUSY for b, w in walls.items() if w
+        }
         return Budget(episodes, adaptive.budget_minutes * 60 - elapsed_s, pace)
+
+    def _left_to_play(self, cells: Sequence[Cell]) -> set[str]:
+        """The builds with a cell unfinished, or a finished episode whose navigation probe is left to play."""
+        finished, probed = self.store.finished(), self.store.finished("probe")
+        left = {c.build for c in cells if c.key not in finished}
+        if self.follow_up is not None:
+            for cell in cells:
+                done = finished.get(cell.key)
+                after = self.follow_up(cell, done) if done is not None else None
+                if after is not None and after.key not in probed:
+                    left.add(cell.build)
+        return left
 
     def play(self, cells: Sequence[Cell]) -> None:
         """Run a phase's cells: the builds with something left to do, one engine at a time or all at once."""
-        finished = self.store.finished()
-        pending = [
-            b for b in self.builds.builds if any(c.build == b.name and c.key not in finished for c in cells)
-        ]
+        left = self._left_to_play(cells)
+        pending = [b for b in self.builds.builds if b.name in left]
         groups = [pending] if self.spec.serving == "side-by-side" and pending else [[b] for b in pending]
         try:
             for index, group in enumerate(groups):
@@ -324,6 +343,7 @@ class _Grid:
             on_episode=self._finished,
             on_tail=on_tail,
             engine_died=self.engines.died,
+            follow_up=self.follow_up,
         )
         self.result.add(summary)
         self.devices = [d for d in self.devices if d.serial not in summary.retired_devices]
@@ -352,6 +372,7 @@ def run_grid(
     console = console or Console(highlight=False, soft_wrap=True)
     tasks = resolve_tasks(spec)
     grid_builds = resolve_builds(spec, builds)
+    refuse_unprobeable(grid_builds.builds, spec.probes)
     for name, reason in grid_builds.skipped.items():
         console.print(f"[yellow]{name}: skipped, cannot run on this host: {reason}")
     if run_dir is None:

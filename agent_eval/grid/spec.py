@@ -96,6 +96,13 @@ class GridSpec(StrictModel):
         description="One build at a time: start the next build's engine while the current build's last cells "
         "play (a phone idle), when memory leaves room. On 2 cores both engines share the CPU (docs/grid.md).",
     )
+    probes: Literal["off", "stopped", "all"] = Field(
+        "off",
+        description="Navigation probes: the same (task, seed) played again with done, infeasible and answer "
+        "taken out of the action schema, ended when the goal first holds. stopped: only for episodes that "
+        "stopped before the goal ever held (the rest replay their episode on an engine that keeps its draw); "
+        "all: every episode; off: none (docs/scorecard.md).",
+    )
     fidelity: bool | Literal["first"] = Field(
         False,
         description="true: probe each served build on the reference's steps after its phase-1 episodes; "
@@ -162,6 +169,7 @@ class GridSpec(StrictModel):
                 "run_dir",
                 "cluster",
                 "early_engine_start",  # when an engine starts, not what is measured
+                "probes",  # adds probes beside the episodes, which stay as they are: a run may turn them on
             },
         )
 

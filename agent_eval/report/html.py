@@ -52,6 +52,7 @@ OUTCOME_COLORS = {
     "no_stop": "#c9a227",
     "premature_done": "#8062a8",
     "nav_fail": "#c0392b",
+    "wrong_answer": "#3a7ca5",
     "infra_error": "#7a7a7a",
 }
 PHASE_COLORS = ("#7a9cc6", "#3b6fb6", "#4c9a5b", "#c9a227", "#999")

@@ -21,6 +21,7 @@ td.ci { color: var(--muted); font-size: 12px; }
 .outcome { display: inline-block; padding: 0 5px; border-radius: 3px; color: #fff; font-size: 12px; }
 .o-success { background: #2e8b57; } .o-undone { background: #e08a2c; } .o-no_stop { background: #c9a227; }
 .o-premature_done { background: #8062a8; } .o-nav_fail { background: #c0392b; }
+.o-wrong_answer { background: #3a7ca5; }
 .o-infra_error { background: #7a7a7a; }
 #matrix td { padding: 2px 4px; } #matrix td.cell { cursor: pointer; }
 #matrix td.cell:hover, #matrix td.cell.current { outline: 2px solid #333; }

@@ -84,7 +84,7 @@ BUILD_HEAD = [("bits_per_weight", fixed(1)), ("episodes", whole)]
 BUILD_TAIL = [("pass_hat_1", TWO), ("pass_hat_k", TWO), ("pass_k", whole), ("mean_steps", fixed(1)),
               ("invalid_actions", whole), ("invalid_action_rate", fixed(3)),
               ("infra_error_attempts", whole)]  # fmt: skip
-OUTCOME_NAMES = ("success", "undone", "no_stop", "premature_done", "nav_fail")
+OUTCOME_NAMES = ("success", "undone", "no_stop", "premature_done", "nav_fail", "wrong_answer")
 PHASES = ("observe_s", "model_s", "act_s", "check_s", "harness_s", "total_s")
 ENGINE = [("decode_tok_s", fixed(1)), ("prefill_tok_s", fixed(1)), ("peak_rss_mb", whole),
           ("settled_rss_mb", whole)]  # fmt: skip

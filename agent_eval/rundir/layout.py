@@ -9,8 +9,11 @@ import re
 from pathlib import Path
 
 from agent_eval.errors import RunStoreError
+from agent_eval.records import EpisodeKind
 
 EPISODES_FILE = "episodes.jsonl"
+NAV_PROBES_FILE = "navigation-probes.jsonl"  # the navigation probes' records (docs/scorecard.md)
+NAV_PROBES_DIR = "navigation-probes"  # their step files, laid out as episodes/ is
 MANIFEST_FILE = "run.json"
 ENGINES_DIR = "engines"
 EPISODES_DIR = "episodes"
@@ -33,14 +36,20 @@ EpisodeKey = tuple[str, str, int]
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
-def episode_dir(run_dir: Path, build: str, task_id: str, seed: int) -> Path:
-    """episodes/<build>/<task>/<seed>, refusing names that cannot name a directory."""
+def episode_dir(run_dir: Path, build: str, task_id: str, seed: int, kind: EpisodeKind = "episode") -> Path:
+    """episodes/<build>/<task>/<seed> (navigation-probes/… for a probe), refusing names that cannot name a
+    directory."""
     for what, name in (("build", build), ("task", task_id)):
         if not _SAFE_NAME.match(name):
             raise RunStoreError(
                 f"{what} name {name!r} cannot name a directory: use letters, digits, '.', '_', '-', '+'"
             )
-    return run_dir / EPISODES_DIR / build / task_id / str(seed)
+    return run_dir / (EPISODES_DIR if kind == "episode" else NAV_PROBES_DIR) / build / task_id / str(seed)
+
+
+def records_file(run_dir: Path, kind: EpisodeKind = "episode") -> Path:
+    """episodes.jsonl, or navigation-probes.jsonl for the probes."""
+    return run_dir / (EPISODES_FILE if kind == "episode" else NAV_PROBES_FILE)
 
 
 def engine_record_path(run_dir: Path, build: str) -> Path:

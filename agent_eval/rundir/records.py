@@ -5,6 +5,7 @@ Read-only; a run still being written reads fine (a torn last line is skipped by 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -16,6 +17,8 @@ from agent_eval.rundir.layout import (
     EPISODES_FILE,
     STEPS_FILE,
     engine_record_path,
+    probes_dir,
+    records_file,
     require_run_dir,
 )
 from agent_eval.rundir.lines import read_lines
@@ -28,6 +31,33 @@ def read_episodes(run_dir: Path) -> list[EpisodeRecord]:
     if not path.is_file():
         raise RunStoreError(f"{run_dir} has no {EPISODES_FILE}: no episode has finished in this run yet")
     return read_lines(path, EpisodeRecord).records
+
+
+def read_probes(run_dir: Path) -> list[EpisodeRecord]:
+    """Every line of navigation-probes.jsonl, in file order; none when the run played no probe."""
+    require_run_dir(run_dir)
+    path = records_file(run_dir, "probe")
+    return read_lines(path, EpisodeRecord).records if path.is_file() else []
+
+
+def read_done_on_recorded_steps(run_dir: Path) -> dict[str, list[tuple[float, bool]]]:
+    """Per build, from the teacher-forced fidelity probes (fidelity/probes/<build>.jsonl): each recorded
+    step's P(done) and whether the goal held before it. Empty when fidelity did not run; unreadable lines
+    are skipped (a probe file being written has a torn last line)."""
+    out: dict[str, list[tuple[float, bool]]] = {}
+    folder = probes_dir(run_dir)
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            p, held = row.get("p_done"), row.get("goal_before")
+            if isinstance(p, int | float) and isinstance(held, bool) and isinstance(row.get("build"), str):
+                out.setdefault(row["build"], []).append((float(p), held))
+    return out
 
 
 def read_steps(run_dir: Path, episode: EpisodeRecord) -> list[StepRecord]:

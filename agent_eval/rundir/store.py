@@ -14,9 +14,9 @@ from pathlib import Path
 
 from agent_eval.closing import Closing
 from agent_eval.errors import RunStoreError
-from agent_eval.records import EpisodeRecord, Outcome
+from agent_eval.records import EpisodeKind, EpisodeRecord, Outcome
 from agent_eval.rundir.attempts import episode_key
-from agent_eval.rundir.layout import EPISODES_FILE, LOCK_FILE, MANIFEST_FILE, EpisodeKey, episode_dir
+from agent_eval.rundir.layout import LOCK_FILE, MANIFEST_FILE, EpisodeKey, episode_dir, records_file
 from agent_eval.rundir.lines import read_lines
 from agent_eval.rundir.run_manifest import (
     RunManifest,
@@ -31,7 +31,8 @@ class RunStore(Closing):
 
     def __init__(self, run_dir: Path | str) -> None:
         self.run_dir = Path(run_dir)
-        self.episodes_path = self.run_dir / EPISODES_FILE
+        self.episodes_path = records_file(self.run_dir, "episode")
+        self.probes_path = records_file(self.run_dir, "probe")
         self.manifest_path = self.run_dir / MANIFEST_FILE
         self._lock = threading.Lock()
         self._lock_file: int | None = None
@@ -100,28 +101,36 @@ class RunStore(Closing):
 
     # -- episodes ----------------------------------------------------------------------------------------
 
+    def _path(self, kind: EpisodeKind) -> Path:
+        return self.episodes_path if kind == "episode" else self.probes_path
+
     def append(self, record: EpisodeRecord) -> None:
-        """Add one finished episode (or one infra-error attempt) to episodes.jsonl, durably."""
-        line = (record.model_dump_json() + "\n").encode("utf-8")
+        """Add one finished episode (or one infra-error attempt) to episodes.jsonl, durably; a navigation
+        probe's to navigation-probes.jsonl."""
+        # An ordinary episode's line stays as it was before probes existed (its kind is the default).
+        exclude = {"kind"} if record.kind == "episode" else None
+        line = (record.model_dump_json(exclude=exclude) + "\n").encode("utf-8")
         with self._lock:
-            fd = os.open(self.episodes_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self._path(record.kind), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, line)
                 os.fsync(fd)
             finally:
                 os.close(fd)
 
-    def records(self) -> list[EpisodeRecord]:
-        """Every line of episodes.jsonl, in order. A torn last line (a crash mid-write) is cut off."""
+    def records(self, kind: EpisodeKind = "episode") -> list[EpisodeRecord]:
+        """Every line of episodes.jsonl (navigation-probes.jsonl), in order. A torn last line (a crash
+        mid-write) is cut off."""
+        path = self._path(kind)
         with self._lock:
-            lines = read_lines(self.episodes_path, EpisodeRecord)
+            lines = read_lines(path, EpisodeRecord)
             if lines.torn:
-                self._cut_to(lines.whole_bytes)
+                self._cut_to(path, lines.whole_bytes)
             return lines.records
 
-    def _cut_to(self, whole_bytes: int) -> None:
+    def _cut_to(self, path: Path, whole_bytes: int) -> None:
         # Cut the torn tail away (or add the newline a whole last record lacks) so appends stay aligned.
-        with open(self.episodes_path, "r+b") as f:
+        with open(path, "r+b") as f:
             size = f.seek(0, os.SEEK_END)
             f.truncate(min(whole_bytes, size))
             if whole_bytes > size:
@@ -129,26 +138,27 @@ class RunStore(Closing):
                 f.write(b"\n")
             os.fsync(f.fileno())
 
-    def finished(self) -> dict[EpisodeKey, EpisodeRecord]:
-        """The episodes that need no rerun: the last scored (non-infra) record per (build, task, seed)."""
-        return {episode_key(r): r for r in self.records() if r.outcome is not Outcome.INFRA_ERROR}
+    def finished(self, kind: EpisodeKind = "episode") -> dict[EpisodeKey, EpisodeRecord]:
+        """The episodes (or probes) that need no rerun: the last scored (non-infra) record per (build, task,
+        seed)."""
+        return {episode_key(r): r for r in self.records(kind) if r.outcome is not Outcome.INFRA_ERROR}
 
-    def infra_attempts(self) -> dict[EpisodeKey, int]:
+    def infra_attempts(self, kind: EpisodeKind = "episode") -> dict[EpisodeKey, int]:
         """How many infra-error attempts each (build, task, seed) has had so far."""
         counts: dict[EpisodeKey, int] = {}
-        for r in self.records():
+        for r in self.records(kind):
             if r.outcome is Outcome.INFRA_ERROR:
                 counts[episode_key(r)] = counts.get(episode_key(r), 0) + 1
         return counts
 
     # -- step files --------------------------------------------------------------------------------------
 
-    def episode_dir(self, build: str, task_id: str, seed: int) -> Path:
-        return episode_dir(self.run_dir, build, task_id, seed)
+    def episode_dir(self, build: str, task_id: str, seed: int, kind: EpisodeKind = "episode") -> Path:
+        return episode_dir(self.run_dir, build, task_id, seed, kind)
 
-    def fresh_episode_dir(self, build: str, task_id: str, seed: int) -> Path:
+    def fresh_episode_dir(self, build: str, task_id: str, seed: int, kind: EpisodeKind = "episode") -> Path:
         """The episode's directory, emptied of anything an earlier, unfinished attempt left there."""
-        path = self.episode_dir(build, task_id, seed)
+        path = self.episode_dir(build, task_id, seed, kind)
         if path.exists():
             shutil.rmtree(path)
         path.mkdir(parents=True)

@@ -1,7 +1,7 @@
 """One episode: start the task, then observe → decide → act → check the goal, step by step, to an outcome.
 
 Writes each step's screenshot, UI dump and StepRecord as it goes; a device or engine failure ends it as
-infra_error.
+infra_error. A navigation probe is the same loop with stopping taken away: it ends when the goal first holds.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import InfraError, InvalidActionError, TaskError
 from agent_eval.records import (
     BuildManifest,
+    EpisodeKind,
     EpisodeRecord,
     Outcome,
     Said,
@@ -25,6 +26,7 @@ from agent_eval.records import (
     StepRecord,
     classify,
     classify_answer,
+    classify_probe,
 )
 from agent_eval.rundir import STEPS_FILE
 from agent_eval.screen.observation import Observation
@@ -74,20 +76,25 @@ def run_episode(
     attempt: int = 1,
     relative_to: Path | None = None,
     snapshot: str | None = "default_boot",
+    kind: EpisodeKind = "episode",
 ) -> EpisodeRecord:
     """Play one episode of `instance` on `device` with `policy` and return its record.
 
     `episode_dir` must exist and be empty; the step files go there. Raises TaskError when the task's start
     state is broken (its goal already holds, or a verify task's does not). InfraError never escapes: it
-    becomes an infra_error record, which the caller retries.
+    becomes an infra_error record, which the caller retries. `kind="probe"` plays a navigation probe: the
+    policy is told it cannot stop (a stop it answers anyway is an invalid step), and the episode ends when
+    the goal first holds or at max steps (docs/scorecard.md, "Navigation and recognition apart").
     """
     where = str(episode_dir.relative_to(relative_to)) if relative_to else str(episode_dir)
-    played = Played(run_id, build, device.serial, manifest, attempt, where, datetime.now(UTC))
+    played = Played(run_id, kind, build, device.serial, manifest, attempt, where, datetime.now(UTC))
     tally = _Tally()
     error: str | None = None
     try:
-        _play(device, instance, policy, episode_dir, tally, snapshot)
-        if instance.task.answer is not None:
+        _play(device, instance, policy, episode_dir, tally, snapshot, probe=kind == "probe")
+        if kind == "probe":
+            outcome = classify_probe(tally.goal_timeline)
+        elif instance.task.answer is not None:
             outcome = classify_answer(tally.goal_timeline, tally.said, tally.answer_correct)
         else:
             outcome = classify(tally.goal_timeline, tally.said)
@@ -104,6 +111,7 @@ class Played:
     """
 
     run_id: str
+    kind: EpisodeKind
     build: str
     device: str  # the serial
     build_manifest: BuildManifest | None
@@ -189,8 +197,12 @@ def _play(
     episode_dir: Path,
     tally: _Tally,
     snapshot: str | None,
+    *,
+    probe: bool = False,
 ) -> None:
     observation, first_observe_s, first_check_s = _first_look(device, instance, tally, snapshot)
+    if probe and tally.goal_timeline[-1]:
+        return  # a verify task's probe: it is there before it moves
 
     history: list[PastStep] = []
     steps_file = (episode_dir / STEPS_FILE).open("a", encoding="utf-8")
@@ -199,7 +211,7 @@ def _play(
             lat = StepLatency(observe_s=first_observe_s, check_s=first_check_s)
             first_observe_s = first_check_s = 0.0
             step_start = time.perf_counter() - lat.observe_s - lat.check_s
-            context = _context(instance, step, observation, history)
+            context = _context(instance, step, observation, history, can_stop=not probe)
             asked_at = time.time()  # wall clock: phones' calls are laid side by side for engine busy
             decision = policy.decide(context)
             lat.model_s = decision.model_s
@@ -211,7 +223,13 @@ def _play(
             summary = action_summary(action, observation)
             seen = observation
 
-            if action is not None and action.is_terminal:
+            if action is not None and action.is_terminal and probe:
+                # An engine that ignored the schema, or a policy that ignored can_stop: nothing is sent.
+                tally.invalid_actions += 1
+                record.invalid_reason = f"a navigation probe cannot stop ({action.type.value})"
+                summary = f"{summary} (rejected: a probe cannot stop)"
+                tally.goal_timeline.append(tally.goal_timeline[-1])
+            elif action is not None and action.is_terminal:
                 _said(device, instance, action, observation, tally)
                 tally.said_at_step = step
             elif action is None:
@@ -236,12 +254,12 @@ def _play(
             steps_file.flush()
             lat.harness_s = max(time.perf_counter() - step_start - measured, 0.0)
             tally.add(lat)
-            if tally.said is not None:
+            if tally.said is not None or (probe and tally.goal_timeline[-1]):
                 break
 
 
 def _context(
-    instance: TaskInstance, step: int, observation: Observation, history: list[PastStep]
+    instance: TaskInstance, step: int, observation: Observation, history: list[PastStep], *, can_stop: bool
 ) -> StepContext:
     return StepContext(
         goal=instance.goal,
@@ -251,6 +269,7 @@ def _context(
         history=tuple(history),
         seed=instance.seed,
         answers=instance.task.answer is not None,  # the task asks a question: offer the answer action
+        can_stop=can_stop,
     )
 
 

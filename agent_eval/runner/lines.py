@@ -18,6 +18,7 @@ OUTCOME_STYLE = {
     Outcome.NO_STOP: "cyan",
     Outcome.PREMATURE_DONE: "magenta",
     Outcome.NAV_FAIL: "red",
+    Outcome.WRONG_ANSWER: "blue",
     Outcome.INFRA_ERROR: "bold red",
 }
 
@@ -25,7 +26,8 @@ OUTCOME_STYLE = {
 def episode_line(cell: Cell, record: EpisodeRecord) -> str:
     """One finished episode (or failed attempt): outcome, cell, steps, what the agent said, time."""
     style = OUTCOME_STYLE[record.outcome]
-    head = f"[{style}]{record.outcome.value:<15}[/] {cell.build} {cell.task.id} seed {cell.seed}"
+    probe = " (navigation probe)" if cell.kind == "probe" else ""
+    head = f"[{style}]{record.outcome.value:<15}[/] {cell.build} {cell.task.id} seed {cell.seed}{probe}"
     if record.outcome is Outcome.INFRA_ERROR:
         return f"{head}  attempt {record.attempt}: [red]{escape(record.error or '')}"
     seconds = (record.finished_at - record.started_at).total_seconds()

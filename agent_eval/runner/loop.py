@@ -19,7 +19,7 @@ from agent_eval.agent.policy import Policy
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import InfraError
-from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
+from agent_eval.records import BuildManifest, EpisodeKind, EpisodeRecord, Outcome
 from agent_eval.rundir import EpisodeKey, RunStore
 from agent_eval.runner.episode import run_episode
 from agent_eval.task import Task, TaskInstance
@@ -27,15 +27,25 @@ from agent_eval.task import Task, TaskInstance
 
 @dataclass(frozen=True)
 class Cell:
-    """One episode to run: a build on a task with a seed."""
+    """One episode to run: a build on a task with a seed (or the navigation probe of that episode)."""
 
     build: str
     task: Task
     seed: int
+    kind: EpisodeKind = "episode"
 
     @property
     def key(self) -> EpisodeKey:
         return (self.build, self.task.id, self.seed)
+
+    @property
+    def slot(self) -> tuple[EpisodeKind, str, str, int]:
+        """The key with the kind: an episode and its probe are two slots of the same key."""
+        return (self.kind, self.build, self.task.id, self.seed)
+
+    def probe(self) -> Cell:
+        """The navigation probe of this cell's episode."""
+        return Cell(self.build, self.task, self.seed, "probe")
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,7 @@ class LocalSeat:
             attempt=attempt.number,
             relative_to=attempt.run_dir,
             snapshot=attempt.snapshot,
+            kind=cell.kind,
         )
 
     def still_online(self) -> bool:
@@ -128,6 +139,8 @@ class RunSummary:
 
 
 EpisodeCallback = Callable[[Cell, EpisodeRecord], None]
+FollowUp = Callable[[Cell, EpisodeRecord], Cell | None]
+"""Given a finished episode, the cell to play after it (its navigation probe), or None."""
 
 
 def run_cells(
@@ -142,6 +155,7 @@ def run_cells(
     snapshot: str | None = "default_boot",
     on_tail: Callable[[], None] | None = None,
     engine_died: Callable[[str], bool] | None = None,
+    follow_up: FollowUp | None = None,
 ) -> RunSummary:
     """Run every cell the store has not finished, one device (or seat) per worker, in the order given.
 
@@ -153,6 +167,8 @@ def run_cells(
     of spending every cell's attempts on it. A TaskError (a broken task) stops the run and is raised.
     `on_tail` is called once, from a worker, when a device finds no cell left while others still play: the
     tail, where the cells left are fewer than the devices (a grid starts the next build's engine there).
+    `follow_up(cell, record)`, asked of every scored episode (finished now or in an earlier session), gives
+    a cell to queue after it: the grid's navigation probes, which need the episode's outcome to be chosen.
     """
     if not devices:
         raise InfraError("no device to run episodes on")
@@ -160,7 +176,7 @@ def run_cells(
     if missing:
         raise ValueError(f"no agent for build(s) {', '.join(missing)}")
     session = _Session(agents, store, max_attempts, give_up_after, on_episode, snapshot)
-    session.on_tail, session.engine_died = on_tail, engine_died
+    session.on_tail, session.engine_died, session.follow_up = on_tail, engine_died, follow_up
     session.queue(cells)
     session.run([as_seat(d) for d in devices])
     return session.summary
@@ -182,7 +198,8 @@ class _Session:
         self.max_attempts, self.give_up_after, self.on_episode = max_attempts, give_up_after, on_episode
         self.run_id = store.manifest.run_id if store.manifest is not None else store.run_dir.name
         self.earlier_attempts = store.infra_attempts()
-        self.tried: Counter[EpisodeKey] = Counter()  # attempts this call, across seats (a lost phone's cell)
+        self.earlier_probe_attempts = store.infra_attempts("probe")
+        self.tried: Counter[tuple[EpisodeKind, str, str, int]] = Counter()  # this call's, across seats
         self.summary = RunSummary()
         self.todo: queue.SimpleQueue[Cell] = queue.SimpleQueue()
         self.lock = threading.Lock()
@@ -191,18 +208,30 @@ class _Session:
         self.failed_in_a_row = 0
         self.on_tail: Callable[[], None] | None = None
         self.engine_died: Callable[[str], bool] | None = None
+        self.follow_up: FollowUp | None = None
+        self.queued: set[tuple[EpisodeKind, str, str, int]] = set()  # slots queued in this call
         self.tail_seen = False
         self.busy = (
             0  # workers playing a cell: a lost device requeues its cell, so an empty queue is not the end
         )
 
     def queue(self, cells: Sequence[Cell]) -> None:
-        finished = self.store.finished()
+        finished = {kind: self.store.finished(kind) for kind in ("episode", "probe")}
+        later: list[Cell] = []
         for cell in cells:
-            if cell.key in finished:
-                self.summary.kept += 1
-            else:
+            if cell.slot in self.queued:
+                continue
+            self.queued.add(cell.slot)
+            done = finished[cell.kind].get(cell.key)
+            if done is None:
                 self.todo.put(cell)
+                continue
+            self.summary.kept += 1
+            after = self.follow_up(cell, done) if self.follow_up is not None else None
+            if after is not None:
+                later.append(after)  # an earlier session's episode whose probe is still to play
+        if later:
+            self.queue(later)
 
     def run(self, devices: Sequence[Seat]) -> None:
         if len(devices) == 1:
@@ -230,10 +259,11 @@ class _Session:
 
     def attempt(self, seat: Seat, cell: Cell) -> EpisodeRecord:
         """Play one attempt of a cell on a seat, append it to the store and count it."""
+        earlier = self.earlier_attempts if cell.kind == "episode" else self.earlier_probe_attempts
         with self.lock:  # a cell requeued from a lost phone counts on from its attempts there
-            self.tried[cell.key] += 1
-            number = self.earlier_attempts.get(cell.key, 0) + self.tried[cell.key]
-        episode_dir = self.store.fresh_episode_dir(cell.build, cell.task.id, cell.seed)
+            self.tried[cell.slot] += 1
+            number = earlier.get(cell.key, 0) + self.tried[cell.slot]
+        episode_dir = self.store.fresh_episode_dir(cell.build, cell.task.id, cell.seed, cell.kind)
         place = Attempt(self.run_id, number, episode_dir, self.store.run_dir, self.snapshot)
         record = seat.play(cell, self.agents[cell.build], place)
         self.store.append(record)
@@ -244,6 +274,13 @@ class _Session:
                 self.summary.outcomes[record.outcome] += 1
             if self.on_episode is not None:
                 self.on_episode(cell, record)
+            after = None
+            if record.outcome is not Outcome.INFRA_ERROR and self.follow_up is not None:
+                after = self.follow_up(cell, record)
+            if after is not None and after.slot not in self.queued:
+                # Queued while this worker is still busy, so no worker sees an empty queue and leaves.
+                self.queued.add(after.slot)
+                self.todo.put(after)
         return record
 
     def play(self, device: Seat, cell: Cell) -> bool:

@@ -11,17 +11,24 @@ from typing import Literal
 from pydantic import Field
 
 from agent_eval.records import EpisodeRecord, StrictModel
+from agent_eval.scoring.decomposition import Decomposition, probe_reached, starts_away, stopped_early
 from agent_eval.scoring.families import TaskFacts
 from agent_eval.scoring.regression import MetricComparison, Regression
 from agent_eval.scoring.sequential import look_alpha
 from agent_eval.scoring.stats import ALPHA, Verdict, holm, mcnemar_p, paired_effect, verdict
 from agent_eval.scoring.typing_accuracy import ALL, EpisodeKey, answered_right
 
-Ability = Literal["navigation", "completion", "typing", "answer"]
+Ability = Literal["navigation", "completion", "sensitivity", "false_done", "typing", "answer"]
+# Without navigation probes the run cannot take navigation and recognition apart: navigation is reaching the
+# goal in play and completion is end-to-end success. With them, navigation is the probe's, and recognition
+# is the stop decision's two sides (scoring/decomposition.py).
 ABILITIES: tuple[Ability, ...] = ("navigation", "completion", "typing", "answer")
+PROBED_ABILITIES: tuple[Ability, ...] = ("navigation", "sensitivity", "false_done", "typing", "answer")
 ABILITY_WORDS: dict[str, str] = {
     "navigation": "navigation",
     "completion": "completion recognition",
+    "sensitivity": "stopping once there",
+    "false_done": "not stopping before the goal",
     "typing": "typing accuracy",
     "answer": "answer accuracy",
 }
@@ -33,7 +40,10 @@ Measure = Callable[[EpisodeRecord], float | None]
 class AbilityVerdict(StrictModel):
     """One rung against the reference on one ability, over the paired episodes of one family (or all)."""
 
-    ability: Ability = Field(description="navigation, completion (recognition), typing or answer (accuracy).")
+    ability: Ability = Field(
+        description="navigation, completion (recognition), typing or answer (accuracy); with navigation "
+        "probes, navigation is the probe's and completion is split into sensitivity and false_done."
+    )
     pairs: int = Field(description="(task, seed) pairs where both builds exercised the ability.")
     b: int = Field(description="Pairs where the rung did worse than the reference.")
     c: int = Field(description="Pairs where the rung did better.")
@@ -79,16 +89,36 @@ class AbilityLadder(StrictModel):
     sentence: str = Field(description="Which ability breaks first over all tasks, in one sentence.")
 
 
-def _measures(facts: TaskFacts, typing: Mapping[EpisodeKey, Sequence[float]]) -> dict[Ability, Measure]:
+def _measures(
+    facts: TaskFacts,
+    typing: Mapping[EpisodeKey, Sequence[float]],
+    probes: Mapping[EpisodeKey, EpisodeRecord] | None = None,
+) -> dict[Ability, Measure]:
     def typed(e: EpisodeRecord) -> float | None:
         steps = typing.get((e.build, e.task_id, e.seed))
         return sum(steps) / len(steps) if steps else None
 
+    def answered(e: EpisodeRecord) -> float | None:
+        return float(answered_right(e)) if e.task_id in facts.answer_tasks else None
+
+    if probes is None:
+        return {
+            "navigation": lambda e: float(e.reached),
+            "completion": lambda e: float(e.success),
+            "typing": typed,
+            "answer": answered,
+        }
+
+    def navigated(e: EpisodeRecord) -> float | None:
+        got = probe_reached(e, probes.get((e.build, e.task_id, e.seed)))
+        return None if got is None else float(got)
+
     return {
-        "navigation": lambda e: float(e.reached),
-        "completion": lambda e: float(e.success),
+        "navigation": navigated,
+        "sensitivity": lambda e: float(e.success) if e.reached else None,
+        "false_done": lambda e: float(not stopped_early(e)) if starts_away(e) else None,
         "typing": typed,
-        "answer": lambda e: float(answered_right(e)) if e.task_id in facts.answer_tasks else None,
+        "answer": answered,
     }
 
 
@@ -230,7 +260,8 @@ def _break_point(group: str, rows: Sequence[AbilityRow]) -> BreakPoint:
     else:
         parts = _first_parts(at, where)
     measured = {v.ability for r in rows for v in r.abilities}
-    unmeasured = [a for a in ABILITIES if a not in measured]
+    kinds = PROBED_ABILITIES if measured & {"sensitivity", "false_done"} else ABILITIES
+    unmeasured = [a for a in kinds if a not in measured]
     if unmeasured:
         parts.append(f"{_words(unmeasured)} not measured")
     parts.append(f"knee (every measured ability non-inferior): {knee or 'none'}")
@@ -250,30 +281,44 @@ def ability_ladder(
     regression: Regression,
     facts: TaskFacts,
     typing: Mapping[EpisodeKey, Sequence[float]],
+    decomposition: Decomposition | None = None,
+    probes: Sequence[EpisodeRecord] = (),
 ) -> AbilityLadder | None:
     """The abilities of each rung (high to low bits, the reference left out) against the reference.
 
-    Over all tasks, navigation and completion recognition are the scorecard's own verdicts; typing and answer
-    accuracy are one Holm family over rungs × those two. Each family's rows are a Holm family of their own
-    (rungs × abilities): read them as one study per family. None without rungs."""
+    Over all tasks, navigation and completion recognition are the scorecard's own verdicts (with navigation
+    probes: probe navigation, sensitivity and false done, the decomposition's); typing and answer accuracy
+    are one Holm family over rungs × those two. Each family's rows are a Holm family of their own (rungs ×
+    abilities): read them as one study per family. None without rungs."""
     if not rungs:
         return None
     level = look_alpha(regression.alpha, regression.looks)
     by_build: dict[str, list[EpisodeRecord]] = {}
     for e in scored:
         by_build.setdefault(e.build, []).append(e)
-    measures = _measures(facts, typing)
+    probed = decomposition is not None and decomposition.probes
+    by_key = {(p.build, p.task_id, p.seed): p for p in probes}
+    measures = _measures(facts, typing, by_key if probed else None)
     families = sorted({facts.family(e.task_id) for e in scored})
     comparisons = {c.build: c for c in regression.builds}
+    stops = {c.build: c for c in decomposition.comparisons} if decomposition is not None else {}
     secondary: dict[Ability, Measure] = {a: measures[a] for a in ("typing", "answer")}
     every = _rows_for(ALL, rungs, by_build, regression.reference, secondary, None, level)
     _judge([v for r in every for v in r.abilities], regression.alpha, regression.margin, level)
     for row in every:
         comp = comparisons[row.build]
-        primary = [
-            _from_regression("navigation", comp.navigation),
-            _from_regression("completion", comp.success),
-        ]
+        if probed and row.build in stops:
+            stop = stops[row.build]
+            primary = [
+                _from_regression("navigation", stop.probe_navigation),
+                _from_regression("sensitivity", stop.sensitivity),
+                _from_regression("false_done", stop.false_done),
+            ]
+        else:
+            primary = [
+                _from_regression("navigation", comp.navigation),
+                _from_regression("completion", comp.success),
+            ]
         row.abilities = [v for v in primary if v.pairs] + row.abilities
     groups: list[tuple[str, list[AbilityRow]]] = [(ALL, every)]
     for family in families if len(families) > 1 else []:

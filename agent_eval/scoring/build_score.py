@@ -48,6 +48,9 @@ class OutcomeCounts(StrictModel):
     no_stop: int = Field(0, description="Reached the goal and kept it, but never said done.")
     premature_done: int = Field(0, description="Said done (or infeasible) without ever reaching the goal.")
     nav_fail: int = Field(0, description="Never reached the goal and never stopped.")
+    wrong_answer: int = Field(
+        0, description="Answer tasks: stopped after the answer was on screen, without the right answer."
+    )
 
 
 class LatencyPerStep(StepLatency):

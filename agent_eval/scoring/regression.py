@@ -28,10 +28,17 @@ from agent_eval.scoring.stats import (
     verdict,
 )
 
-Metric = Literal["navigation", "success"]
+Metric = Literal["navigation", "success", "probe_navigation", "sensitivity", "false_done"]
 METRICS: tuple[Metric, ...] = ("navigation", "success")
-# "success" is the episode that recognised its completion; sentences use the user's words for it.
-METRIC_WORDS: dict[str, str] = {"navigation": "navigation", "success": "completion recognition"}
+# "navigation" is reaching the goal in ordinary play, where a premature done also counts against it: the
+# ability is "probe_navigation" (scoring/decomposition.py). Sentences use the user's words for each.
+METRIC_WORDS: dict[str, str] = {
+    "navigation": "reaching the goal in play",
+    "success": "completion recognition",
+    "probe_navigation": "navigation (stopping taken away)",
+    "sensitivity": "stopping once there",
+    "false_done": "not stopping before the goal",
+}
 PairKey = tuple[str, int]
 
 
@@ -42,7 +49,10 @@ def _scored(episode: EpisodeRecord, metric: Metric) -> bool:
 class MetricComparison(StrictModel):
     """One build against the reference on one metric, pooled over the tasks' paired episodes."""
 
-    metric: Metric = Field(description="navigation (reached) or success (completion recognised).")
+    metric: Metric = Field(
+        description="navigation (reached in ordinary play) or success (completion recognised); in the "
+        "decomposition probe_navigation, sensitivity or false_done (docs/scorecard.md)."
+    )
     pairs: int = Field(description="Paired episodes: same task and seed run by both builds.")
     b: int = Field(description="Pairs the reference got right and the build got wrong.")
     c: int = Field(description="Pairs the build got right and the reference got wrong.")
@@ -127,15 +137,20 @@ class Regression(StrictModel):
 def _pair_values(
     reference: Mapping[PairKey, EpisodeRecord], build: Mapping[PairKey, EpisodeRecord], metric: Metric
 ) -> tuple[list[int], list[str], list[tuple[bool, bool]]]:
+    ref = {k: _scored(e, metric) for k, e in reference.items()}
+    return _paired(ref, {k: _scored(e, metric) for k, e in build.items()})
+
+
+def _paired(
+    reference: Mapping[PairKey, bool], build: Mapping[PairKey, bool]
+) -> tuple[list[int], list[str], list[tuple[bool, bool]]]:
     differences: list[int] = []
     tasks: list[str] = []
     outcomes: list[tuple[bool, bool]] = []
     for key in sorted(set(reference) & set(build)):
-        ref_value = _scored(reference[key], metric)
-        build_value = _scored(build[key], metric)
-        differences.append(int(build_value) - int(ref_value))
+        differences.append(int(build[key]) - int(reference[key]))
         tasks.append(key[0])
-        outcomes.append((ref_value, build_value))
+        outcomes.append((reference[key], build[key]))
     return differences, tasks, outcomes
 
 
@@ -147,6 +162,36 @@ def _compare(
     level: float,
 ) -> MetricComparison:
     differences, tasks, outcomes = _pair_values(reference, build, metric)
+    return _comparison(metric, differences, tasks, outcomes, margin, level)
+
+
+def compare_pairs(
+    reference: Mapping[PairKey, bool],
+    build: Mapping[PairKey, bool],
+    metric: Metric,
+    margin: float,
+    level: float,
+) -> MetricComparison:
+    """One build against the reference on per-(task, seed) values where True is the good side; p_holm and
+    the verdict are left for the caller's Holm family (`judge`)."""
+    return _comparison(metric, *_paired(reference, build), margin, level)
+
+
+def judge(comparisons: Sequence[MetricComparison], alpha: float, margin: float, level: float) -> None:
+    """Holm over one family of comparisons, then each one's verdict at the look's level."""
+    for m, adjusted in zip(comparisons, holm([m.p for m in comparisons], alpha), strict=True):
+        m.p_holm = adjusted
+        m.verdict = verdict(adjusted, m.drop_upper, margin, level) if m.pairs else Verdict.INCONCLUSIVE
+
+
+def _comparison(
+    metric: Metric,
+    differences: list[int],
+    tasks: list[str],
+    outcomes: list[tuple[bool, bool]],
+    margin: float,
+    level: float,
+) -> MetricComparison:
     b, c = discordant(outcomes)
     n = len(outcomes)
     effect = paired_effect(differences, tasks)
@@ -270,10 +315,7 @@ def compare_builds(
             )
         )
 
-    primary = [m for comp in comparisons for m in (comp.navigation, comp.success)]
-    for m, adjusted in zip(primary, holm([m.p for m in primary], alpha), strict=True):
-        m.p_holm = adjusted
-        m.verdict = verdict(adjusted, m.drop_upper, margin, level) if m.pairs else Verdict.INCONCLUSIVE
+    judge([m for comp in comparisons for m in (comp.navigation, comp.success)], alpha, margin, level)
     rows = [row for comp in comparisons for row in comp.per_task]
     for row, adjusted in zip(rows, benjamini_hochberg([r.p for r in rows], alpha), strict=True):
         row.p_bh = adjusted

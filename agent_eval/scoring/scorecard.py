@@ -18,8 +18,10 @@ from agent_eval.rundir import (
     MANIFEST_FILE,
     SettledEpisodes,
     infra_attempts_by_task,
+    read_done_on_recorded_steps,
     read_engines,
     read_episodes,
+    read_probes,
     read_run_settings,
     read_steps,
     settle_attempts,
@@ -27,6 +29,7 @@ from agent_eval.rundir import (
 from agent_eval.rundir.bandwidth import read_ceiling
 from agent_eval.scoring.abilities import ability_ladder
 from agent_eval.scoring.build_score import BuildScore, build_score
+from agent_eval.scoring.decomposition import Decomposition, StepsOf, decompose
 from agent_eval.scoring.engine_busy import EngineBusy, engine_busy, seed_levels
 from agent_eval.scoring.families import FamilyScore, TaskFacts, family_scores, read_task_entries
 from agent_eval.scoring.fidelity_fields import FidelityRow, read_fidelity_rows
@@ -92,6 +95,12 @@ class Scorecard(StrictModel):
     answers: list[AnswerScore] = Field(
         default_factory=list,
         description="Right final answers per build on answer tasks, all and per family (empty: none ran).",
+    )
+    decomposition: Decomposition | None = Field(
+        None,
+        description="Navigation with stopping taken away (the run's navigation probes) and the stop "
+        "decision scored on its own, per build and against the reference; null: a run scored before it "
+        "existed.",
     )
 
 
@@ -175,11 +184,16 @@ def score_episodes(
     looks: int = 1,
     facts: TaskFacts | None = None,
     typing: Mapping[EpisodeKey, Sequence[float]] | None = None,
+    probes: Sequence[EpisodeRecord] = (),
+    steps_of: StepsOf | None = None,
+    done_on_recorded_steps: Mapping[str, Sequence[tuple[float, bool]]] | None = None,
 ) -> Scorecard:
     """The scorecard from every episode record of a run (all attempts; only the last of each seed counts).
 
     `facts` is what run.json says of the tasks (families, answer tasks); `typing` the typing accuracy of
-    each scored episode's typed steps (`typed_accuracies`)."""
+    each scored episode's typed steps (`typed_accuracies`); `probes` every navigation-probe record (all
+    attempts), `steps_of` reads an episode's steps (the probes' replay check), `done_on_recorded_steps` the
+    fidelity probes' P(done) per build (the AUROC)."""
     if not 0 < margin < 1:
         raise ConfigError(f"the margin is a drop in rate, between 0 and 1 (got {margin})")
     engines = engines or {}
@@ -212,7 +226,21 @@ def score_episodes(
         splits=split_scores(scored, task_splits or {}) if task_splits else [],
         ladder=build_ladder(scored, scores, regression, read_ceiling_gbs),
     )
-    _add_families(card, scored, facts or TaskFacts(), typing or {})
+    settled_probes = list(settle_attempts(probes).scored.values())
+    if scored:
+        card.decomposition = decompose(
+            scored,
+            settled_probes,
+            [s.build for s in scores],
+            reference if len(by_build) > 1 else None,
+            bits={s.build: s.bits_per_weight for s in scores},
+            margin=margin,
+            alpha=alpha,
+            looks=looks,
+            steps_of=steps_of,
+            done_on_recorded_steps=done_on_recorded_steps,
+        )
+    _add_families(card, scored, facts or TaskFacts(), typing or {}, settled_probes)
     return card
 
 
@@ -221,6 +249,7 @@ def _add_families(
     scored: Sequence[EpisodeRecord],
     facts: TaskFacts,
     typing: Mapping[EpisodeKey, Sequence[float]],
+    probes: Sequence[EpisodeRecord] = (),
 ) -> None:
     """The scorecard's family sections and the ladder's abilities (docs/scorecard.md, "Task families")."""
     # A run written before answer tasks were recorded in run.json still shows which tasks judged an answer.
@@ -228,7 +257,9 @@ def _add_families(
     facts = dataclasses.replace(facts, answer_tasks=facts.answer_tasks | judged)
     if card.ladder is not None and card.regression is not None:
         rungs = [(r.build, r.bits_per_weight) for r in card.ladder.rungs if r.navigation_delta is not None]
-        card.ladder.abilities = ability_ladder(scored, rungs, card.regression, facts, typing)
+        card.ladder.abilities = ability_ladder(
+            scored, rungs, card.regression, facts, typing, card.decomposition, probes
+        )
     card.families = family_scores(scored, facts)
     card.typing = typing_scores(typing, facts.families)
     card.answers = answer_scores(scored, set(facts.answer_tasks), facts.families)
@@ -279,6 +310,9 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         looks=settings.looks,
         facts=facts,
         typing=typed_accuracies(scored, facts, steps_of),
+        probes=read_probes(run_dir),
+        steps_of=steps_of,
+        done_on_recorded_steps=read_done_on_recorded_steps(run_dir),
     )
     card.fidelity = read_fidelity_rows(run_dir)
     first_seed, levels = seed_levels(run_dir)

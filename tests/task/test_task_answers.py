@@ -122,8 +122,10 @@ def test_only_a_task_that_asks_a_question_is_offered_the_answer_action() -> None
 def test_an_answer_task_succeeds_only_on_a_right_answer() -> None:
     assert classify_answer([False, True], "answer", True) is Outcome.SUCCESS
     assert classify_answer([False, False], "answer", True) is Outcome.SUCCESS  # known without looking
-    assert classify_answer([False, True], "answer", False) is Outcome.NO_STOP
-    assert classify_answer([False, True], "done", None) is Outcome.NO_STOP
+    # Stopping on the screen that shows the answer and reading it wrong is not "never stopped".
+    assert classify_answer([False, True], "answer", False) is Outcome.WRONG_ANSWER
+    assert classify_answer([False, True], "done", None) is Outcome.WRONG_ANSWER
+    assert classify_answer([False, True], None, None) is Outcome.NO_STOP
     assert classify_answer([False, False], "answer", False) is Outcome.PREMATURE_DONE
     assert classify_answer([False, False], None, None) is Outcome.NAV_FAIL
 

@@ -1,0 +1,50 @@
+"""Which episodes a grid probes for navigation (stopping taken away), and which builds cannot be probed.
+
+`stopped` probes only the episodes that stopped before the goal ever held: on an engine whose sampler keeps
+its draw when other tokens are masked, any other episode's probe would replay it to the same end
+(docs/scorecard.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from agent_eval.builds import Build
+from agent_eval.errors import ConfigError
+from agent_eval.records import EpisodeRecord
+from agent_eval.runner.loop import Cell, FollowUp
+
+ProbeRule = Literal["off", "stopped", "all"]
+
+
+def stopped_early(record: EpisodeRecord) -> bool:
+    """The episode ended on the agent's word (done, infeasible, an answer) before the goal ever held."""
+    return record.kind == "episode" and record.said is not None and not record.reached
+
+
+def probe_follow_up(rule: ProbeRule) -> FollowUp | None:
+    """What run_cells queues after each scored episode under `rule`: its navigation probe, or nothing."""
+    if rule == "off":
+        return None
+
+    def follow(cell: Cell, record: EpisodeRecord) -> Cell | None:
+        if cell.kind != "episode":
+            return None
+        return cell.probe() if rule == "all" or stopped_early(record) else None
+
+    return follow
+
+
+def refuse_unprobeable(builds: Sequence[Build], rule: ProbeRule) -> None:
+    """A probe takes stopping away through the engine's structured output; a build whose server is not sent
+    a schema could still stop, so the grid refuses it before any episode."""
+    if rule == "off":
+        return
+    blind = [b.name for b in builds if not b.kind.starts_server and b.structured_output == "off"]
+    if blind:
+        raise ConfigError(
+            f"build(s) {', '.join(blind)} have structured_output: off, so a navigation probe cannot take "
+            "done, infeasible and answer out of what the model may answer; serve them with a JSON schema "
+            "(structured_output: json_schema or json_object), or set the grid's probes: off"
+        )
