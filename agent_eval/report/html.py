@@ -15,6 +15,7 @@ from typing import Any
 
 from agent_eval.records import EpisodeRecord
 from agent_eval.report.builds_table import builds_table
+from agent_eval.report.decomposition_section import decomposition_html
 from agent_eval.report.early_warning_section import early_warning_html
 from agent_eval.report.family_section import families_html
 from agent_eval.report.fidelity_section import fidelity_html
@@ -60,7 +61,7 @@ PHASE_COLORS = ("#7a9cc6", "#3b6fb6", "#4c9a5b", "#c9a227", "#999")
 
 def _plots(card: Scorecard) -> str:
     names = [b.build for b in card.builds]
-    metrics = {"navigation": "navigation", "recognition": "recognition", "success": "success"}
+    metrics = {"navigation": "reached in play", "recognition": "recognition", "success": "success"}
     rates: dict[tuple[str, str], Interval] = {}
     for b in card.builds:
         for field, label in metrics.items():
@@ -173,9 +174,10 @@ def _header(card: Scorecard, episodes: SettledEpisodes) -> str:
         f'<span data-path="episode_records" data-value="{card.episode_records}">{card.episode_records}</span>'
         " "
         f"episode records ({len(episodes.retried)} infra-error attempts retried). "
-        f"Navigation = P(reached); recognition = P(success | reached); success = P(said done while the goal "
-        f"held, and kept it). Intervals are Wilson 95%.</p>"
-        + (f'<ul class="notes">{notes}</ul>' if notes else "")
+        f"Reached in play = P(the goal held at some point of the ordinary episode), where a premature done "
+        f"counts against it too; navigation as an ability is the probe's, P(reached | cannot stop). "
+        f"Recognition = P(success | reached); success = P(said done while the goal held, and kept it). "
+        f"Intervals are Wilson 95%.</p>" + (f'<ul class="notes">{notes}</ul>' if notes else "")
     )
 
 
@@ -197,6 +199,7 @@ def render_report(
         scorecard_table(card),
         "<h2>Regression against the reference</h2>",
         regression_table(card),
+        decomposition_html(card),
         recognition_html(card),
         "<h2>Plots</h2>",
         f'<div class="plots">{_plots(card)}</div>',

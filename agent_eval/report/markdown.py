@@ -10,6 +10,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent_eval.report.busy_table import busy_table
+from agent_eval.report.decomposition_section import (
+    decomposition_sentences,
+    stop_decision_table,
+    stop_verdict_table,
+)
 from agent_eval.report.early_warning_section import early_warning_markdown
 from agent_eval.report.family_section import ability_sentences, family_tables
 from agent_eval.report.ladder_tables import ladder_tables
@@ -40,7 +45,7 @@ _RATE_COLUMNS: tuple[Column, ...] = (
     ("scheme", lambda b: b.scheme or MISSING),
     ("bits", lambda b: number(b.bits_per_weight, 1)),
     ("episodes", lambda b: str(b.episodes)),
-    ("navigation", lambda b: rate_text(b.navigation)),
+    ("reached in play", lambda b: rate_text(b.navigation)),
     ("recognised | reached", lambda b: rate_text(b.recognition)),
     ("success", lambda b: rate_text(b.success)),
     ("pass^1", lambda b: number(b.pass_hat_1)),
@@ -200,13 +205,16 @@ def scorecard_tables(card: Scorecard, *, drill_down: bool) -> list[TextTable | N
         outcomes_table(card),
         cost_table(card),
         regression_table(card),
+        stop_decision_table(card),
+        stop_verdict_table(card),
         per_task_table(card),
     ]
     return [*tables, drill_down_table(card)] if drill_down else tables
 
 
 def sentences(card: Scorecard) -> list[str]:
-    return [c.sentence for c in card.regression.builds] if card.regression else []
+    said = [c.sentence for c in card.regression.builds] if card.regression else []
+    return said + decomposition_sentences(card)
 
 
 def _cell(text: str) -> str:

@@ -77,9 +77,9 @@ def _build_name(name: str, reference: bool) -> str:
     return f'<td class="name">{escape(name)}{" (reference)" if reference else ""}</td>'
 
 
-SCORECARD_HEADERS = ["build", "scheme", "bits", "episodes", "navigation", "95% CI", "recognition", "95% CI",
-                     "success", "95% CI", "pass^1", "pass^k", "k", "mean steps", "invalid", "per step",
-                     "infra errors"]  # fmt: skip
+SCORECARD_HEADERS = ["build", "scheme", "bits", "episodes", "reached in play", "95% CI", "recognition",
+                     "95% CI", "success", "95% CI", "pass^1", "pass^k", "k", "mean steps", "invalid",
+                     "per step", "infra errors"]  # fmt: skip
 BUILD_HEAD = [("bits_per_weight", fixed(1)), ("episodes", whole)]
 BUILD_TAIL = [("pass_hat_1", TWO), ("pass_hat_k", TWO), ("pass_k", whole), ("mean_steps", fixed(1)),
               ("invalid_actions", whole), ("invalid_action_rate", fixed(3)),

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_eval.report.family_section import ability_sentences, family_tables
-from agent_eval.report.markdown import scorecard_tables
+from agent_eval.report.markdown import scorecard_tables, sentences
 from agent_eval.report.text import TextTable
 from agent_eval.scoring.scorecard import Scorecard
 from agent_eval.scoring.splits import split_table
@@ -53,9 +53,8 @@ def render(card: Scorecard, console: Console, *, drill_down: bool = False) -> No
     console.print(
         Text(f"Run {card.run_id}: reference {reference}, margin δ = {card.margin:.2f}", style="bold")
     )
-    if card.regression:
-        for comparison in card.regression.builds:
-            console.print(_styled_sentence(comparison.sentence))
+    for sentence in sentences(card):
+        console.print(_styled_sentence(sentence))
     for note in card.notes:
         console.print(Text(f"note: {note}", style="dim"))
     for table in [*scorecard_tables(card, drill_down=drill_down), *family_tables(card)]:
