@@ -54,7 +54,7 @@ from agent_eval.grid import is_grid_file, run_from_path, run_grid, spec_from
 @click.option("--no-adaptive", is_flag=True, help="No top-up of discordant cells after phase 1.")
 @click.option("--no-bars", is_flag=True, help="Print lines only, no progress bars.")
 @click.option(
-    "--probes",
+    "--navigation-probes",
     type=click.Choice(["off", "stopped", "all"]),
     help="Navigation probes (stopping taken away): for episodes that stopped early, all, or none. "
     "Default: the grid's (off).",
@@ -178,7 +178,7 @@ def _grid_overrides(flags: dict[str, Any]) -> dict[str, Any]:
         "max_attempts": flags["max_attempts"],
         "run_dir": flags["run_dir"],
         "cluster": flags["cluster"],
-        "probes": flags["probes"],
+        "navigation_probes": flags["navigation_probes"],
     }
     if flags["no_bars"]:
         overrides["bars"] = False

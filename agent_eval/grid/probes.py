@@ -46,5 +46,5 @@ def refuse_unprobeable(builds: Sequence[Build], rule: ProbeRule) -> None:
         raise ConfigError(
             f"build(s) {', '.join(blind)} have structured_output: off, so a navigation probe cannot take "
             "done, infeasible and answer out of what the model may answer; serve them with a JSON schema "
-            "(structured_output: json_schema or json_object), or set the grid's probes: off"
+            "(structured_output: json_schema or json_object), or set the grid's navigation_probes: off"
         )

@@ -130,7 +130,7 @@ def _config(spec: GridSpec, reference: str) -> dict[str, Any]:
         "seeds": spec.seeds,
         "devices": spec.devices,
         "looks": len(spec.schedule),  # the verdicts' alpha is spent over these (scoring/sequential.py)
-        "probes": spec.probes,
+        "navigation_probes": spec.navigation_probes,
     }
 
 
@@ -173,7 +173,7 @@ class _Grid:
         self.engines, self.progress, self.result = engines, progress, result
         self.devices: list[EpisodeDevice | Seat] = []
         self.fidelity = grid_fidelity(spec, builds, store.run_dir, progress.say)
-        self.follow_up = probe_follow_up(spec.probes)
+        self.follow_up = probe_follow_up(spec.navigation_probes)
 
     def show_plan(self, targets: dict[CellKey, int]) -> None:
         finished = self.store.finished()
@@ -372,7 +372,7 @@ def run_grid(
     console = console or Console(highlight=False, soft_wrap=True)
     tasks = resolve_tasks(spec)
     grid_builds = resolve_builds(spec, builds)
-    refuse_unprobeable(grid_builds.builds, spec.probes)
+    refuse_unprobeable(grid_builds.builds, spec.navigation_probes)
     for name, reason in grid_builds.skipped.items():
         console.print(f"[yellow]{name}: skipped, cannot run on this host: {reason}")
     if run_dir is None:

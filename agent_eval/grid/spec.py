@@ -96,7 +96,7 @@ class GridSpec(StrictModel):
         description="One build at a time: start the next build's engine while the current build's last cells "
         "play (a phone idle), when memory leaves room. On 2 cores both engines share the CPU (docs/grid.md).",
     )
-    probes: Literal["off", "stopped", "all"] = Field(
+    navigation_probes: Literal["off", "stopped", "all"] = Field(
         "off",
         description="Navigation probes: the same (task, seed) played again with done, infeasible and answer "
         "taken out of the action schema, ended when the goal first holds. stopped: only for episodes that "
@@ -169,7 +169,7 @@ class GridSpec(StrictModel):
                 "run_dir",
                 "cluster",
                 "early_engine_start",  # when an engine starts, not what is measured
-                "probes",  # adds probes beside the episodes, which stay as they are: a run may turn them on
+                "navigation_probes",  # probes are added beside the episodes: a run may turn them on
             },
         )
 

@@ -56,7 +56,7 @@ def stop_decision_table(card: Scorecard) -> TextTable | None:
     )
     title = "Navigation and recognition apart (probe navigation: stopping taken away; Wilson 95%)"
     if not d.probes:
-        title += " — no navigation probes in this run: run the grid with probes: stopped"
+        title += " — no navigation probes in this run: run the grid with navigation_probes: stopped"
     return TextTable(title, headers, tuple(rows))
 
 

@@ -23,7 +23,7 @@ from agent_eval.records import BuildManifest, StrictModel
 from agent_eval.rundir.layout import MANIFEST_FILE, require_run_dir
 
 # Config keys a continued run may change: more seeds, another device.
-RESUMABLE_KEYS = frozenset({"seeds", "device", "devices", "probes"})
+RESUMABLE_KEYS = frozenset({"seeds", "device", "devices", "navigation_probes"})
 _PACKAGES = (
     "agent-eval",
     "adbutils",

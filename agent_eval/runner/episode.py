@@ -223,26 +223,13 @@ def _play(
             summary = action_summary(action, observation)
             seen = observation
 
-            if action is not None and action.is_terminal and probe:
-                # An engine that ignored the schema, or a policy that ignored can_stop: nothing is sent.
-                tally.invalid_actions += 1
-                record.invalid_reason = f"a navigation probe cannot stop ({action.type.value})"
-                summary = f"{summary} (rejected: a probe cannot stop)"
-                tally.goal_timeline.append(tally.goal_timeline[-1])
-            elif action is not None and action.is_terminal:
+            if action is not None and action.is_terminal and not probe:
                 _said(device, instance, action, observation, tally)
                 tally.said_at_step = step
-            elif action is None:
-                tally.invalid_actions += 1
-                # Nothing was sent to the device, so the screen and the goal are as they were.
-                tally.goal_timeline.append(tally.goal_timeline[-1])
             else:
-                rejected = _act(device, action, observation, lat)
-                if rejected is not None:
-                    tally.invalid_actions += 1
-                    record.invalid_reason = rejected
-                    summary = f"{summary} (rejected: {rejected})"
-                observation = _look(device, instance, tally, lat)
+                observation, summary = _take(
+                    device, instance, action, observation, tally, record, summary, lat
+                )
 
             history.append(PastStep(step, action, summary, screen=seen.texts(), app=seen.package))
             record.goal_after = tally.goal_timeline[-1]
@@ -256,6 +243,34 @@ def _play(
             tally.add(lat)
             if tally.said is not None or (probe and tally.goal_timeline[-1]):
                 break
+
+
+def _take(
+    device: EpisodeDevice,
+    instance: TaskInstance,
+    action: Action | None,
+    observation: Observation,
+    tally: _Tally,
+    record: StepRecord,
+    summary: str,
+    lat: StepLatency,
+) -> tuple[Observation, str]:
+    """A step that does not end the episode: the action sent and the goal checked, or an invalid step.
+    Returns the observation after it and the step's summary for the history."""
+    if action is None or action.is_terminal:
+        tally.invalid_actions += 1
+        if action is not None:  # a probe's stop: an engine that ignored the schema, or a policy can_stop
+            record.invalid_reason = f"a navigation probe cannot stop ({action.type.value})"
+            summary = f"{summary} (rejected: a probe cannot stop)"
+        # Nothing was sent to the device, so the screen and the goal are as they were.
+        tally.goal_timeline.append(tally.goal_timeline[-1])
+        return observation, summary
+    rejected = _act(device, action, observation, lat)
+    if rejected is not None:
+        tally.invalid_actions += 1
+        record.invalid_reason = rejected
+        summary = f"{summary} (rejected: {rejected})"
+    return _look(device, instance, tally, lat), summary
 
 
 def _context(

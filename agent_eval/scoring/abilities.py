@@ -11,9 +11,15 @@ from typing import Literal
 from pydantic import Field
 
 from agent_eval.records import EpisodeRecord, StrictModel
-from agent_eval.scoring.decomposition import Decomposition, probe_reached, starts_away, stopped_early
+from agent_eval.scoring.decomposition import (
+    Decomposition,
+    StopComparison,
+    probe_reached,
+    starts_away,
+    stopped_early,
+)
 from agent_eval.scoring.families import TaskFacts
-from agent_eval.scoring.regression import MetricComparison, Regression
+from agent_eval.scoring.regression import BuildComparison, MetricComparison, Regression
 from agent_eval.scoring.sequential import look_alpha
 from agent_eval.scoring.stats import ALPHA, Verdict, holm, mcnemar_p, paired_effect, verdict
 from agent_eval.scoring.typing_accuracy import ALL, EpisodeKey, answered_right
@@ -275,6 +281,17 @@ def _break_point(group: str, rows: Sequence[AbilityRow]) -> BreakPoint:
     )
 
 
+def _primary(comp: BuildComparison, stop: StopComparison | None) -> list[AbilityVerdict]:
+    """Over all tasks: the decomposition's verdicts with navigation probes, else the scorecard's own."""
+    if stop is not None:
+        return [
+            _from_regression("navigation", stop.probe_navigation),
+            _from_regression("sensitivity", stop.sensitivity),
+            _from_regression("false_done", stop.false_done),
+        ]
+    return [_from_regression("navigation", comp.navigation), _from_regression("completion", comp.success)]
+
+
 def ability_ladder(
     scored: Sequence[EpisodeRecord],
     rungs: Sequence[tuple[str, float | None]],
@@ -306,20 +323,8 @@ def ability_ladder(
     every = _rows_for(ALL, rungs, by_build, regression.reference, secondary, None, level)
     _judge([v for r in every for v in r.abilities], regression.alpha, regression.margin, level)
     for row in every:
-        comp = comparisons[row.build]
-        if probed and row.build in stops:
-            stop = stops[row.build]
-            primary = [
-                _from_regression("navigation", stop.probe_navigation),
-                _from_regression("sensitivity", stop.sensitivity),
-                _from_regression("false_done", stop.false_done),
-            ]
-        else:
-            primary = [
-                _from_regression("navigation", comp.navigation),
-                _from_regression("completion", comp.success),
-            ]
-        row.abilities = [v for v in primary if v.pairs] + row.abilities
+        stop = stops.get(row.build) if probed else None
+        row.abilities = [v for v in _primary(comparisons[row.build], stop) if v.pairs] + row.abilities
     groups: list[tuple[str, list[AbilityRow]]] = [(ALL, every)]
     for family in families if len(families) > 1 else []:
         rows = _rows_for(

@@ -256,14 +256,14 @@ def decompose(
     reference: str | None,
     *,
     bits: Mapping[str, float | None] | None = None,
-    margin: float = 0.10,
-    alpha: float = ALPHA,
-    looks: int = 1,
+    settings: tuple[float, float, int] = (0.10, ALPHA, 1),
     steps_of: StepsOf | None = None,
     done_on_recorded_steps: Mapping[str, Sequence[tuple[float, bool]]] | None = None,
 ) -> Decomposition:
     """Every build's stop decision and probe navigation from its scored episodes and scored probes (the last
-    attempt of each, infra errors out), and the paired verdicts against `reference`."""
+    attempt of each, infra errors out), and the paired verdicts against `reference`; `settings` are the
+    scorecard's (margin, alpha, looks)."""
+    margin, alpha, looks = settings
     by_key = {(p.build, p.task_id, p.seed): p for p in probes}
     by_build: dict[str, list[EpisodeRecord]] = {b: [] for b in order}
     for e in scored:

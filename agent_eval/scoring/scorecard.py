@@ -170,6 +170,18 @@ def _build_scores(
     return scores
 
 
+def _played_reference(
+    reference: str | None, episodes: Sequence[EpisodeRecord], by_build: Mapping[str, list[EpisodeRecord]]
+) -> str | None:
+    reference = resolve_reference(reference, None, episodes) if reference is None else reference
+    if reference is not None and reference not in by_build:
+        raise ConfigError(
+            f"reference build {reference!r} has no episodes in this run; "
+            f"builds here: {', '.join(sorted(by_build))}"
+        )
+    return reference
+
+
 def score_episodes(
     episodes: Sequence[EpisodeRecord],
     engines: Mapping[str, EngineRecord] | None = None,
@@ -202,13 +214,7 @@ def score_episodes(
     by_build: dict[str, list[EpisodeRecord]] = {build: [] for build in settled.builds}
     for episode in scored:
         by_build[episode.build].append(episode)
-    reference = resolve_reference(reference, None, episodes) if reference is None else reference
-    if reference is not None and reference not in by_build:
-        raise ConfigError(
-            f"reference build {reference!r} has no episodes in this run; "
-            f"builds here: {', '.join(sorted(by_build))}"
-        )
-
+    reference = _played_reference(reference, episodes, by_build)
     scores = _build_scores(by_build, settled, reference, engines)
 
     regression = None
@@ -228,20 +234,33 @@ def score_episodes(
     )
     settled_probes = list(settle_attempts(probes).scored.values())
     if scored:
-        card.decomposition = decompose(
-            scored,
-            settled_probes,
-            [s.build for s in scores],
-            reference if len(by_build) > 1 else None,
-            bits={s.build: s.bits_per_weight for s in scores},
-            margin=margin,
-            alpha=alpha,
-            looks=looks,
-            steps_of=steps_of,
-            done_on_recorded_steps=done_on_recorded_steps,
+        compared = reference if len(by_build) > 1 else None
+        card.decomposition = _decomposition(
+            card, scored, settled_probes, compared, looks, steps_of, done_on_recorded_steps
         )
     _add_families(card, scored, facts or TaskFacts(), typing or {}, settled_probes)
     return card
+
+
+def _decomposition(
+    card: Scorecard,
+    scored: Sequence[EpisodeRecord],
+    probes: Sequence[EpisodeRecord],
+    reference: str | None,
+    looks: int,
+    steps_of: StepsOf | None,
+    done_on_recorded_steps: Mapping[str, Sequence[tuple[float, bool]]] | None,
+) -> Decomposition:
+    return decompose(
+        scored,
+        probes,
+        [s.build for s in card.builds],
+        reference,
+        bits={s.build: s.bits_per_weight for s in card.builds},
+        settings=(card.margin, card.alpha, looks),
+        steps_of=steps_of,
+        done_on_recorded_steps=done_on_recorded_steps,
+    )
 
 
 def _add_families(

@@ -50,7 +50,7 @@ def _grid(tmp: Path, agents: dict[str, AbilityAgent], probes: str, **fields: Any
         "devices": 2,
         "phone_base_port": 6300,
         "serving": "side-by-side",
-        "probes": probes,
+        "navigation_probes": probes,
         "max_steps": 6,  # the paths take 3 and 5 steps; a lost or never-stopping agent plays them all
         "run_dir": str(tmp / "run"),
         **fields,
@@ -190,7 +190,7 @@ def test_a_build_that_cannot_be_constrained_is_refused_before_any_episode(
             {
                 "tasks": TASKS,
                 "builds_file": str(builds),
-                "probes": "stopped",
+                "navigation_probes": "stopped",
                 "run_dir": str(tmp_path / "run"),
             }
         )

@@ -90,8 +90,8 @@ def test_report_prints_verdicts_and_tables_and_writes_the_scorecard(run_dir: Pat
     assert result.exit_code == 0, result.output
     out = result.output
     assert "Run grid-1: reference bf16, margin δ = 0.10" in out
-    assert "w4a16: navigation non-inferior; completion recognition REGRESSION, −0.40 [" in out
-    assert "w8a8: navigation non-inferior; completion recognition non-inferior" in out
+    assert "w4a16: reaching the goal in play non-inferior; completion recognition REGRESSION, −0.40 [" in out
+    assert "w8a8: reaching the goal in play non-inferior; completion recognition non-inferior" in out
     assert "bf16 (reference)" in out
     assert "0.90 [0.74, 0.97] 27/30" in out  # bf16 success, Wilson
     assert "0.50 [0.33, 0.67] 15/30" in out  # w4a16 success
@@ -104,11 +104,11 @@ def test_report_prints_verdicts_and_tables_and_writes_the_scorecard(run_dir: Pat
     assert saved == score_run(run_dir)
     md = (run_dir / "scorecard.md").read_text()
     assert "# Scorecard: run grid-1" in md
-    assert "- w4a16: navigation non-inferior; completion recognition REGRESSION, −0.40 [" in md
+    assert "- w4a16: reaching the goal in play non-inferior; completion recognition REGRESSION, −0.40 [" in md
     assert "| w4a16 | 4.0 | completion recognition | 30 | 12 | 0 |" in md
     # The HTML page is rewritten from the same scorecard.
     assert (
-        "w4a16: navigation non-inferior; completion recognition REGRESSION"
+        "w4a16: reaching the goal in play non-inferior; completion recognition REGRESSION"
         in (run_dir / "report.html").read_text()
     )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from _cpu import ENV as CPU_ENV
@@ -18,6 +19,7 @@ from agent_eval.errors import RunStoreError
 from agent_eval.grid.plan import resolve_builds, resolve_tasks
 from agent_eval.grid.spec import load_grid
 from agent_eval.records import StepRecord
+from agent_eval.report.decomposition_section import stop_decision_table, stop_verdict_table
 from agent_eval.report.family_section import ability_table
 from agent_eval.report.html import render_report
 from agent_eval.report.markdown import markdown_table, render_markdown
@@ -270,13 +272,15 @@ def test_a_ladder_that_nothing_breaks_says_the_data_do_not_say(tmp_path: Path) -
 def test_a_settings_only_run_keeps_its_scorecard_and_gains_only_the_ability_section(tmp_path: Path) -> None:
     """tests/data/settings_ladder_run holds scorecard.json and .md as the code before families wrote them
     (commit 434793d) for this run, but for one later change (the engine-busy table's `engine start waited s`,
-    the early engine start's): everything but the new sections is the same, byte for byte."""
+    the early engine start's): everything but the new sections is the same, byte for byte. Since the
+    navigation probes, "navigation" in ordinary play reads "reached in play" (`_before_probes` maps it back),
+    outcomes count `wrong_answer` and the decomposition is a section of its own."""
     run_dir = tmp_path / "settings"
     settings_run(run_dir)
     card = score_run(run_dir)
     assert card.families == [] and card.typing == [] and card.answers == []  # no empty family tables
     golden = REPO / "tests" / "data" / "settings_ladder_run"
-    now = json.loads(card.model_dump_json())
+    now = _before_probes(json.loads(card.model_dump_json()))
     assert now.pop("families") == [] and now.pop("typing") == [] and now.pop("answers") == []
     assert now["ladder"].pop("abilities") is not None
     assert all(row.pop("engine_start_waited_s") is None for row in now["engine_busy"])
@@ -286,11 +290,12 @@ def test_a_settings_only_run_keeps_its_scorecard_and_gains_only_the_ability_sect
     new = [
         f"- {card.ladder.abilities.sentence}\n",
         markdown_table(ability_table(card.ladder.abilities)) + "\n\n",
+        *(markdown_table(t) + "\n\n" for t in (stop_decision_table(card), stop_verdict_table(card)) if t),
     ]
     assert all(part in markdown for part in new)
     for part in new:
         markdown = markdown.replace(part, "", 1)
-    assert markdown == (golden / "scorecard.md").read_text()
+    assert _renamed_back(markdown) == (golden / "scorecard.md").read_text()
     # report.html: one new section (the ability sentence and table, no family tables), and the scorecard it
     # embeds is the same but for the new fields.
     html = render_report(run_dir, card, None)
@@ -300,11 +305,37 @@ def test_a_settings_only_run_keeps_its_scorecard_and_gains_only_the_ability_sect
     )
     embedded = re.search(r'<script type="application/json" id="scorecard-data">(.*?)</script>', html)
     assert embedded is not None
-    page = json.loads(embedded.group(1))
+    page = _before_probes(json.loads(embedded.group(1)))
     assert page.pop("families") == [] and page.pop("typing") == [] and page.pop("answers") == []
     page["ladder"].pop("abilities")
     assert all(row.pop("engine_start_waited_s") is None for row in page["engine_busy"])
     assert page == json.loads((golden / "scorecard.json").read_text())
+
+
+def _renamed_back(text: str) -> str:
+    text = text.replace("reaching the goal in play", "navigation").replace("reached in play", "navigation")
+    lines, column = text.split("\n"), None
+    for i, line in enumerate(lines):  # the outcomes table's wrong_answer column, taken out
+        cells = line.split(" | ")
+        if "wrong_answer" in cells:
+            column = cells.index("wrong_answer")
+        elif column is not None and line.startswith("|---"):
+            lines[i] = "|" + "|".join(["---"] * (line.count("|") - 2)) + "|"
+            continue
+        elif column is not None and not line.startswith("| "):
+            column = None
+        if column is not None and len(cells) > column:
+            lines[i] = " | ".join(cells[:column] + cells[column + 1 :])
+    return "\n".join(lines)
+
+
+def _before_probes(card: dict[str, Any]) -> dict[str, Any]:
+    """scorecard.json as it was before the navigation probes: no decomposition, no wrong_answer count."""
+    assert card.pop("decomposition")["probes"] is False
+    for build in card["builds"]:
+        for outcomes in [build["outcomes"], *(t["outcomes"] for t in build["per_task"])]:
+            assert outcomes.pop("wrong_answer") == 0
+    return cast(dict[str, Any], json.loads(_renamed_back(json.dumps(card, ensure_ascii=False))))
 
 
 def test_a_damaged_task_entry_in_run_json_is_an_error_naming_it(tmp_path: Path) -> None:

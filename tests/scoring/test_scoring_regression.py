@@ -93,11 +93,11 @@ def test_verdicts_and_sentences() -> None:
     low, high = w4.success.low, w4.success.high
     assert low is not None and high is not None
     assert w4.sentence == (
-        "w4a16: navigation non-inferior; completion recognition REGRESSION, −0.40 "
+        "w4a16: reaching the goal in play non-inferior; completion recognition REGRESSION, −0.40 "
         + f"[{low:+.2f}, {high:+.2f}]".replace("-", "−")
     )
     assert w8.sentence.startswith(
-        "w8a8: navigation non-inferior; completion recognition INCONCLUSIVE, 0.00 ["
+        "w8a8: reaching the goal in play non-inferior; completion recognition INCONCLUSIVE, 0.00 ["
     )
     assert "not ruled out by 30 pairs" in w8.sentence
     # A stricter margin turns the same navigation data into "cannot tell".
@@ -134,6 +134,6 @@ def test_a_build_with_nothing_paired_is_inconclusive_and_says_why() -> None:
     assert w8.success.pairs == 0 and w8.success.verdict is Verdict.INCONCLUSIVE
     assert (
         w8.sentence
-        == "w8a8: navigation not compared (no paired episodes); completion recognition not compared "
-        "(no paired episodes)"
+        == "w8a8: reaching the goal in play not compared (no paired episodes); completion recognition not "
+        "compared (no paired episodes)"
     )
