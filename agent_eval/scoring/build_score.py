@@ -62,7 +62,12 @@ class LatencyPerStep(StepLatency):
 # The fields several scorecard models share: each has one type and one meaning wherever it appears.
 BuildName = Annotated[str, Field(description="The build's name.")]
 Navigation = Annotated[
-    Rate, Field(description="P(reached): the goal state held at some point; Wilson 95% interval.")
+    Rate,
+    Field(
+        description="P(reached in play): the goal state held at some point of the ordinary episode, where a "
+        "premature done counts against it too (navigation as an ability is decomposition's "
+        "probe_navigation); Wilson 95% interval."
+    ),
 ]
 Recognition = Annotated[
     Rate,

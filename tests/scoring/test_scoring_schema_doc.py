@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from agent_eval.scoring.abilities import AbilityLadder, AbilityRow, AbilityVerdict, BreakPoint
 from agent_eval.scoring.build_score import BuildScore, LatencyPerStep, OutcomeCounts, Rate, TaskScore
+from agent_eval.scoring.decomposition import Decomposition, StopComparison, StopDecision
 from agent_eval.scoring.engine_busy import EngineBusy
 from agent_eval.scoring.families import FamilyScore
 from agent_eval.scoring.fidelity_fields import FidelityRow
@@ -44,6 +45,9 @@ MODELS: tuple[type[BaseModel], ...] = (
     AbilityRow,
     AbilityVerdict,
     BreakPoint,
+    Decomposition,
+    StopDecision,
+    StopComparison,
 )
 
 
