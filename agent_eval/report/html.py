@@ -39,6 +39,7 @@ from agent_eval.rundir import (
     SettledEpisodes,
     read_engines,
     read_episodes,
+    read_probes,
     read_steps,
     settle_attempts,
 )
@@ -189,10 +190,11 @@ def render_report(
     builds = [b.build for b in card.builds] + [
         b for b in episodes.builds if b not in {x.build for x in card.builds}
     ]
-    steps = {id(e): read_steps(run_dir, e) for e in episodes.final}
-    shots = [s for e in episodes.final for s in screenshots(run_dir, e, steps[id(e)])]
+    shown = [*episodes.final, *settle_attempts(read_probes(run_dir)).final]  # probes beside their episodes
+    steps = {id(e): read_steps(run_dir, e) for e in shown}
+    shots = [s for e in shown for s in screenshots(run_dir, e, steps[id(e)])]
     made = thumbnails(run_dir, shots, thumbnail_budget_s)
-    views = [episode_view(run_dir, e, steps[id(e)], made) for e in episodes.final]
+    views = [episode_view(run_dir, e, steps[id(e)], made) for e in shown]
     sections = [
         _header(card, episodes),
         "<h2>Scorecard</h2>",

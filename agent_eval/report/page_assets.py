@@ -192,6 +192,11 @@ SCRIPT = r"""
     const head = el('header');
     head.append(el('strong', {}, ep.build), el('span', { class: 'outcome o-' + ep.outcome }, ep.outcome),
                 el('span', {}, ep.steps.length + ' steps'));
+    if (ep.kind === 'probe') {
+      box.dataset.kind = 'probe';
+      const what = 'navigation probe: the same seed with done taken away, ended when the goal held';
+      head.append(el('em', {}, what));
+    }
     if (ep.attempt > 1) head.append(el('span', {}, 'attempt ' + ep.attempt));
     const params = Object.entries(ep.params || {}).map(([k, v]) => k + '=' + v).join(', ');
     if (params) head.append(el('span', {}, params));
@@ -218,7 +223,9 @@ SCRIPT = r"""
     if (!byCell.has(key)) key = kept()[0] || cells[0];
     if (key === undefined) return;
     const [task, seed] = key.split('\u0000');
-    const eps = byCell.get(key).slice().sort((a, b) => builds.indexOf(a.build) - builds.indexOf(b.build));
+    // Each build's navigation probe (stopping taken away) right after its ordinary episode of the same seed.
+    const order = (ep) => builds.indexOf(ep.build) * 2 + (ep.kind === 'probe' ? 1 : 0);
+    const eps = byCell.get(key).slice().sort((a, b) => order(a) - order(b));
     const viewer = document.getElementById('viewer');
     viewer.replaceChildren();
     viewer.dataset.task = task; viewer.dataset.seed = seed;

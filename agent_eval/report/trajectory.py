@@ -187,4 +187,5 @@ def episode_view(
         "steps": [step_view(run_dir, episode_dir, s, element_centres, made or {}) for s in steps],
         # Only answer episodes carry these, so the page of a run without answers stays as it was.
         **_answer_view(episode),
+        **({"kind": "probe"} if episode.kind == "probe" else {}),
     }

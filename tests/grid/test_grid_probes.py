@@ -8,6 +8,8 @@ server, and the decomposition recovering each ability where ordinary play confla
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,6 +158,13 @@ def test_the_decomposition_recovers_each_ability_and_ordinary_play_conflates_the
     )
     md = (run_dir / "scorecard.md").read_text()
     assert "Navigation and recognition apart" in md and "probe navigation" in md
+    # The trajectory viewer has each probe beside the ordinary episode of its seed.
+    page = (run_dir / "report.html").read_text()
+    data = re.search(r'<script type="application/json" id="episodes-data">(.*?)</script>', page)
+    assert data is not None
+    views = json.loads(data.group(1))
+    shown = {(v["build"], v["task"], v["seed"]) for v in views if v.get("kind") == "probe"}
+    assert shown == {(p.build, p.task_id, p.seed) for p in probes}
 
 
 def test_probing_every_episode_confirms_the_replayed_outcomes(
