@@ -138,7 +138,7 @@ def test_options_override_and_no_write(run_dir: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "Run grid-1: reference w8a8, margin δ = 0.20" in result.output
-    assert "bf16: navigation" in result.output
+    assert "bf16: reaching the goal in play" in result.output
     assert "Drill-down by task" in result.output
     assert not (run_dir / "scorecard.json").exists()
     assert not (run_dir / "report.html").exists()
