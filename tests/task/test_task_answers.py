@@ -301,7 +301,9 @@ class Answering:
         return Decision(Action(type=ActionType.ANSWER, text=self.answer))
 
 
-@pytest.mark.parametrize(("said", "outcome"), [("lab phone", Outcome.SUCCESS), ("Pixel", Outcome.WRONG_ANSWER)])
+@pytest.mark.parametrize(
+    ("said", "outcome"), [("lab phone", Outcome.SUCCESS), ("Pixel", Outcome.WRONG_ANSWER)]
+)
 def test_an_answer_episode_records_the_answer_and_judges_it(
     tmp_path: Path, said: str, outcome: Outcome
 ) -> None:
