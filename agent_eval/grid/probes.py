@@ -7,7 +7,7 @@ its draw when other tokens are masked, any other episode's probe would replay it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Literal
 
 from agent_eval.builds import Build
@@ -23,13 +23,14 @@ def stopped_early(record: EpisodeRecord) -> bool:
     return record.kind == "episode" and record.said is not None and not record.reached
 
 
-def probe_follow_up(rule: ProbeRule) -> FollowUp | None:
-    """What run_cells queues after each scored episode under `rule`: its navigation probe, or nothing."""
+def probe_follow_up(rule: ProbeRule, baselines: Collection[str] = ()) -> FollowUp | None:
+    """What run_cells queues after each scored episode under `rule`: its navigation probe, or nothing.
+    Baselines (the untuned model) play once as a floor and get no verdict on abilities: no probes either."""
     if rule == "off":
         return None
 
     def follow(cell: Cell, record: EpisodeRecord) -> Cell | None:
-        if cell.kind != "episode":
+        if cell.kind != "episode" or cell.build in baselines:
             return None
         return cell.probe() if rule == "all" or stopped_early(record) else None
 

@@ -163,7 +163,7 @@ def _stop_decision(
     return StopDecision(
         build=build,
         probe_navigation=rate(sum(k is True for k in known), sum(k is not None for k in known))
-        if played_probes
+        if played_probes and not unprobed(episodes, probes)
         else None,
         probes=sum(1 for k in probes if k[0] == build),
         imputed=sum(
@@ -197,6 +197,13 @@ def done_auroc(steps: Sequence[tuple[float, bool]]) -> float | None:
         return None
     u = mannwhitneyu(held, away, alternative="two-sided").statistic
     return float(u) / (len(held) * len(away))
+
+
+def unprobed(episodes: Sequence[EpisodeRecord], probes: Mapping[EpisodeKey, EpisodeRecord]) -> bool:
+    """The build stopped early and none of those stops was probed (a baseline the grid does not probe): its
+    probe navigation over the other episodes alone would leave out exactly the ones in question."""
+    early = [e for e in episodes if stopped_early(e)]
+    return bool(early) and not any((e.build, e.task_id, e.seed) in probes for e in early)
 
 
 def ability_values(
@@ -279,6 +286,8 @@ def decompose(
         ref = ability_values(by_build[reference], by_key)
         for name in [b for b in by_build if b != reference]:
             mine = ability_values(by_build[name], by_key)
+            if unprobed(by_build[name], by_key):
+                mine["probe_navigation"] = {}
             m = {a: compare_pairs(ref[a], mine[a], a, margin, level) for a in ref}  # type: ignore[arg-type]
             comparisons.append(
                 StopComparison(
