@@ -175,6 +175,9 @@ class VllmCpu:
     starts_server = True
     prepares_without_engine = False
     teacher_forcing = True  # prompt_logprobs over token ids is a vLLM API
+    # Its seeded sampler is an exponential race: masking tokens that were not drawn keeps the draw, so a
+    # navigation probe replays its episode (tests/agent/test_agent_probe_replay.py; docs/scorecard.md).
+    keeps_draw_under_mask = True
     # The checkpoints it serves here are text-only (SmolLM2) and it is started with no multimodal options:
     # vLLM refuses an image part for a model without a vision encoder.
     images = False
@@ -209,6 +212,7 @@ class LlamaCpp:
     starts_server = True
     prepares_without_engine = True  # llama.cpp's converter and quantizer need no server
     teacher_forcing = True  # llamacpp_server answers vLLM's /tokenize and prompt_logprobs
+    keeps_draw_under_mask = False  # llama.cpp's sampler draws by inverse CDF: a mask moves the draw
     images = False  # llama-cpp-python reads images only with a vision projector's chat handler: none is given
 
     def check(self, build: Build) -> None:
@@ -242,6 +246,7 @@ class EndpointKind:
     starts_server = False
     prepares_without_engine = False
     teacher_forcing = False  # someone else's server: not known to score given tokens
+    keeps_draw_under_mask = False  # not known: its probes are paired episodes, every one played
     images = True  # someone else's server may take them; the build's accepts_images says whether it does
 
     def check(self, build: Build) -> None:

@@ -29,6 +29,9 @@ class EngineKind(Protocol):
     """True: its server scores a given answer token by token (prompt logprobs), so fidelity can probe it."""
     images: bool
     """True: its server takes image inputs, so a build may send screenshots (`accepts_images`)."""
+    # Optional (read with getattr, default False): True when its seeded sampler keeps the drawn token when
+    # tokens that were not drawn are masked, so a navigation probe replays its episode up to the stop.
+    # keeps_draw_under_mask: bool
 
     def check(self, build: Build) -> None:
         """Raise ValueError (shown as a build-file error) when the build does not fit this engine."""

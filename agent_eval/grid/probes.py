@@ -1,8 +1,8 @@
 """Which episodes a grid probes for navigation (stopping taken away), and which builds cannot be probed.
 
-`stopped` probes only the episodes that stopped before the goal ever held: on an engine whose sampler keeps
-its draw when other tokens are masked, any other episode's probe would replay it to the same end
-(docs/scorecard.md).
+`stopped` probes only the episodes that stopped before the goal ever held where the engine's sampler keeps
+its draw when other tokens are masked (any other episode's probe would replay it to the same end), and every
+episode elsewhere (docs/scorecard.md).
 """
 
 from __future__ import annotations
@@ -23,16 +23,28 @@ def stopped_early(record: EpisodeRecord) -> bool:
     return record.kind == "episode" and record.said is not None and not record.reached
 
 
-def probe_follow_up(rule: ProbeRule, baselines: Collection[str] = ()) -> FollowUp | None:
+def keeps_draw(build: Build) -> bool:
+    """Whether the build's engine keeps its draw when tokens are masked (its kind's keeps_draw_under_mask)."""
+    return bool(getattr(build.kind, "keeps_draw_under_mask", False))
+
+
+def probe_follow_up(
+    rule: ProbeRule, builds: Sequence[Build] = (), baselines: Collection[str] = ()
+) -> FollowUp | None:
     """What run_cells queues after each scored episode under `rule`: its navigation probe, or nothing.
+
+    `stopped` probes the early stops of builds whose engine keeps its draw under a mask and every episode of
+    the others (there a probe does not replay its episode, so no outcome can be taken from the episode).
     Baselines (the untuned model) play once as a floor and get no verdict on abilities: no probes either."""
     if rule == "off":
         return None
+    replays = {b.name for b in builds if keeps_draw(b)}
 
     def follow(cell: Cell, record: EpisodeRecord) -> Cell | None:
         if cell.kind != "episode" or cell.build in baselines:
             return None
-        return cell.probe() if rule == "all" or stopped_early(record) else None
+        every = rule == "all" or cell.build not in replays
+        return cell.probe() if every or stopped_early(record) else None
 
     return follow
 

@@ -173,7 +173,7 @@ class _Grid:
         self.engines, self.progress, self.result = engines, progress, result
         self.devices: list[EpisodeDevice | Seat] = []
         self.fidelity = grid_fidelity(spec, builds, store.run_dir, progress.say)
-        self.follow_up = probe_follow_up(spec.navigation_probes, builds.baselines)
+        self.follow_up = probe_follow_up(spec.navigation_probes, builds.builds, builds.baselines)
 
     def show_plan(self, targets: dict[CellKey, int]) -> None:
         finished = self.store.finished()

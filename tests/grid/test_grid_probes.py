@@ -19,6 +19,7 @@ import yaml
 from _ability_agents import AbilityAgent, ability_builds_file, start_ability_agents
 from rich.console import Console
 
+from agent_eval.builds.kinds import engine_kind
 from agent_eval.errors import ConfigError
 from agent_eval.grid import load_grid, run_grid
 from agent_eval.records import EpisodeRecord
@@ -81,8 +82,11 @@ def _inside(value: float, count: int, of: int) -> bool:
 
 
 def test_the_decomposition_recovers_each_ability_and_ordinary_play_conflates_them(
-    agents: dict[str, AbilityAgent], tmp_path: Path
+    agents: dict[str, AbilityAgent], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A scripted endpoint answers as a function of its prompt and seed: masking the stops keeps every other
+    # answer, as vLLM's sampler does, so `stopped` may take the other episodes' probes from the episodes.
+    monkeypatch.setattr(engine_kind("endpoint"), "keeps_draw_under_mask", True, raising=False)
     grid = _grid(tmp_path, agents, "off")
     _run(grid)  # ordinary episodes only: the probes come in a later session, as a resumed run's would
     run_dir = tmp_path / "run"
