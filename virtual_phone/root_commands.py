@@ -1,4 +1,4 @@
-"""Root's view of app databases: `sqlite3 DBFILE SQL` over the apps' in-memory databases, and `su`.
+"""Root's view of app databases: `sqlite3 DBFILE SQL` over the apps' in-memory databases.
 
 An emulator image is a userdebug build: `adb root` and `su` work, and app databases are readable only as root.
 """
@@ -9,9 +9,7 @@ import sqlite3
 
 from virtual_phone.appdata import AppDatabase, DataError
 from virtual_phone.appdata_schema import Value
-from virtual_phone.shell import Output, Shell, command_table
-
-USER_ALIASES = {"0": True, "root": True, "2000": False, "shell": False}
+from virtual_phone.program import Caller, Output, command_table
 
 
 def db_path(path: str) -> str:
@@ -19,7 +17,7 @@ def db_path(path: str) -> str:
     return "/data/data/" + path[len("/data/user/0/") :] if path.startswith("/data/user/0/") else path
 
 
-def find_database(sh: Shell, path: str) -> AppDatabase | None:
+def find_database(sh: Caller, path: str) -> AppDatabase | None:
     return sh.phone.data.by_path(db_path(path))
 
 
@@ -71,7 +69,7 @@ def _options(args: list[str]) -> tuple[dict[str, str], list[str]]:
     return opts, rest
 
 
-def _sqlite3(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _sqlite3(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     """`sqlite3 [-header] [-separator S] DBFILE [SQL...]` (SQL from stdin when none is given)."""
     opts, rest = _options(args)
     if not rest:
@@ -82,7 +80,7 @@ def _sqlite3(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     if db is None:
         io.err(f'Error: unable to open database "{path}": unable to open database file\n')
         return 1
-    sql = " ".join(sql_args) if sql_args else stdin.decode("utf-8", "replace")
+    sql = " ".join(sql_args) if sql_args else (stdin or sh.read_stdin()).decode("utf-8", "replace")
     for stmt in statements(sql):
         if stmt.startswith("."):
             word = stmt[1:].split()[0] if stmt[1:].split() else ""
@@ -102,22 +100,4 @@ def _sqlite3(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-def _su(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
-    """`su [WHO [COMMAND...]]` of a userdebug image: runs COMMAND (not through a shell) as WHO."""
-    who = args[0] if args else "root"
-    if who not in USER_ALIASES:
-        io.err(f"su: unknown user {who}\n")
-        return 1
-    if len(args) < 2:
-        return 0  # an interactive root shell: nothing to run here
-    fn = sh.commands.get(args[1].rsplit("/", 1)[-1])
-    if fn is None:
-        io.err(f"su: exec failed for {args[1]} Error:No such file or directory\n")
-        return 1
-    sub = Shell(sh.phone, sh.commands)
-    sub.root = USER_ALIASES[who]
-    sub.env["USER"] = "root" if sub.root else "shell"
-    return fn(sub, args[2:], stdin, io)
-
-
-COMMANDS = command_table(_sqlite3, _su)
+COMMANDS = command_table(_sqlite3)

@@ -8,26 +8,23 @@ from __future__ import annotations
 import asyncio
 import posixpath
 import struct
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Executor
 
 from virtual_phone.appdata import AppDatabase, DataError
 from virtual_phone.commands import command_table
+from virtual_phone.interactive import interactive, v2_packet
 from virtual_phone.phone import Phone
+from virtual_phone.program import Output
 from virtual_phone.root_commands import db_path
-from virtual_phone.shell import Output, Shell, program_names
+from virtual_phone.shell import Shell, program_names
 from virtual_phone.storage import PhoneError
 from virtual_phone.transport import Service, Stream
 
-PROMPT = b"emu64x:/ $ "
 MTIME = 1767225600  # 2026-01-01: files carry one fixed time so snapshots compare equal
 DIR_MODE = 0o040771
 FILE_MODE = 0o100660
 SYNC_DATA_MAX = 64 * 1024
-
-
-def _v2(packet_id: int, data: bytes) -> bytes:
-    return struct.pack("<BI", packet_id, len(data)) + data
 
 
 class Services:
@@ -78,7 +75,7 @@ class Services:
         await asyncio.sleep(0.05)
         self.on_drop()
 
-    async def _run(self, line: str) -> tuple[Output, int] | None:
+    async def _run(self, line: str, one_stream: bool) -> tuple[Output, int] | None:
         """Runs one command line with the phone's faults; None if the transport was dropped instead."""
         faults = self.phone.faults
         if faults.should_drop(line):
@@ -87,12 +84,11 @@ class Services:
         delay = faults.latency_for(program_names(line), line)
         if delay:
             await asyncio.sleep(delay)
-        shell = Shell(self.phone, self.commands)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, shell.run, line)
+        return await loop.run_in_executor(self.executor, Shell(self.phone).run, line, one_stream)
 
     async def _exec(self, stream: Stream, cmd: str) -> None:
-        result = await self._run(cmd)
+        result = await self._run(cmd, one_stream=True)
         if result is None:
             return
         out, _ = result
@@ -101,9 +97,9 @@ class Services:
 
     async def _shell(self, stream: Stream, cmd: str, v2: bool, pty: bool) -> None:
         if not cmd:
-            await self._interactive(stream, v2, pty)
+            await interactive(self.phone, self.executor, stream, v2, pty)
             return
-        result = await self._run(cmd)
+        result = await self._run(cmd, one_stream=not v2)
         if result is None:
             return
         out, rc = result
@@ -111,66 +107,11 @@ class Services:
             # A terminal has one output stream and turns \n into \r\n.
             out = Output([(1, d.replace(b"\n", b"\r\n")) for _, d in out.chunks])
         if v2:
-            packets = [_v2(fd, d) for fd, d in out.chunks if d]
-            packets.append(_v2(3, bytes([rc & 0xFF])))
+            packets = [v2_packet(fd, d) for fd, d in out.chunks if d]
+            packets.append(v2_packet(3, bytes([rc & 0xFF])))
             await stream.write(b"".join(packets))
         else:
             await stream.write(b"".join(d for _, d in out.chunks))
-
-    async def _interactive(self, stream: Stream, v2: bool, pty: bool) -> None:
-        """`adb shell` with no command, line by line; a pty echoes, prompts and ends lines with CRLF."""
-        shell = Shell(self.phone, self.commands)
-        loop = asyncio.get_running_loop()
-
-        async def emit(fd: int, data: bytes) -> None:
-            if pty:
-                data = data.replace(b"\n", b"\r\n")
-            if data:
-                await stream.write(_v2(fd if v2 else 1, data) if v2 else data)
-
-        async def finish(code: int) -> None:
-            if v2:
-                await stream.write(_v2(3, bytes([code & 0xFF])))
-
-        if pty:
-            await emit(1, PROMPT)
-        line = bytearray()
-        for data in _stdin(stream, v2):
-            chunk = await data
-            if chunk is None:  # stdin closed: the shell exits with its last status
-                await finish(shell.last_rc)
-                return
-            for byte in chunk:
-                ch = bytes([byte])
-                if ch == b"\x04" and not line:
-                    await finish(shell.last_rc)
-                    return
-                if ch in (b"\x7f", b"\x08"):
-                    if line:
-                        line.pop()
-                        if pty:
-                            await emit(1, b"\x08 \x08")
-                    continue
-                if ch not in (b"\r", b"\n"):
-                    line += ch
-                    if pty:
-                        await emit(1, ch)
-                    continue
-                if pty:
-                    await emit(1, b"\n")
-                text = line.decode("utf-8", "replace").strip()
-                line.clear()
-                words = text.split()
-                if words[:1] in (["exit"], ["logout"]):
-                    await finish(int(words[1]) if len(words) > 1 and words[1].isdigit() else shell.last_rc)
-                    return
-                if text:
-                    out, _ = await loop.run_in_executor(self.executor, shell.run, text)
-                    for fd, part in out.chunks:
-                        await emit(fd, part)
-                if pty:
-                    await emit(1, PROMPT)
-        await finish(shell.last_rc)
 
     async def _sync(self, stream: Stream, _service: str) -> None:
         reader = _Reader(stream)
@@ -273,36 +214,6 @@ class Services:
         if data is None:
             return 0, 0, 0
         return FILE_MODE, len(data), MTIME
-
-
-def _stdin(stream: Stream, v2: bool) -> Iterator[Awaitable[bytes | None]]:
-    """Stdin of an interactive shell as awaitables of bytes (None at EOF), unwrapping shell v2 packets."""
-    pending = bytearray()
-
-    async def next_chunk() -> bytes | None:
-        while True:
-            chunk = await stream.read()
-            if chunk is None:
-                return None
-            if not v2:
-                return chunk
-            pending.extend(chunk)
-            data = bytearray()
-            while len(pending) >= 5:
-                pid, n = struct.unpack_from("<BI", pending)
-                if len(pending) < 5 + n:
-                    break
-                if pid == 0:
-                    data += pending[5 : 5 + n]
-                elif pid == 4:  # close-stdin
-                    del pending[: 5 + n]
-                    return bytes(data) + b"\x04" if data else None
-                del pending[: 5 + n]
-            if data:
-                return bytes(data)
-
-    while True:
-        yield next_chunk()
 
 
 def _fail(msg: str) -> bytes:

@@ -1,0 +1,87 @@
+"""Runs inside the phone's sandbox for the phone's lifetime and starts its shell processes on request.
+
+One bubblewrap per phone instead of one per command: bwrap's namespaces cost milliseconds to set up, a
+spawn from here costs well under one. This file runs as its own program on the host's Python standard
+library only (no virtual_phone inside the sandbox). Protocol on the fd its one argument names, a
+SOCK_SEQPACKET socket to the phone:
+- request  `run ID\\0ARG\\0ARG...` with 3 fds (stdin, stdout, stderr) → the process starts in its own session;
+- request  `kill ID` → SIGKILL to that process's group;
+- report   `exit ID STATUS` when it ends (STATUS as a shell prints `$?`: 128+N for signal N), or
+  `fail ID MESSAGE` when it could not start.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import os
+import select
+import signal
+import socket
+import sys
+
+
+def _status(wait_status: int) -> int:
+    return 128 + os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else os.WEXITSTATUS(wait_status)
+
+
+def _recv(sock: socket.socket) -> tuple[bytes, list[int]]:
+    fds = array.array("i")
+    msg, anc, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(3 * fds.itemsize))
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return msg, list(fds)
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    sock.set_inheritable(False)  # the shells it starts must not talk to the phone in its name
+    env = dict(os.environ)
+    running: dict[int, str] = {}  # pid → request id
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    os.chdir("/")
+    os.umask(0o007)  # shared storage shows files rw-rw---- and folders rwxrwx--- as Android's FUSE does
+    while True:
+        ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
+        if wake_r in ready:
+            os.read(wake_r, 512)
+            while running:
+                pid, wait_status = os.waitpid(-1, os.WNOHANG)
+                if pid == 0:
+                    break
+                ident = running.pop(pid, None)
+                if ident is not None:
+                    sock.send(f"exit {ident} {_status(wait_status)}".encode())
+        if sock.fileno() not in ready:
+            continue
+        msg, fds = _recv(sock)
+        if not msg:
+            return  # the phone went away: as the namespace's init, leaving ends every process in it
+        kind, _, rest = msg.partition(b" ")
+        if kind == b"run":
+            ident, *argv = rest.decode("utf-8", "surrogateescape").split("\0")
+            try:
+                actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(fds)]
+                pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+                running[pid] = ident
+            except OSError as e:
+                sock.send(f"fail {ident} {e.strerror}".encode())
+            finally:
+                for fd in fds:
+                    os.close(fd)
+        elif kind == b"kill":
+            for pid, ident in running.items():
+                if ident == rest.decode():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(pid, signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit(0)
