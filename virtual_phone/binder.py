@@ -2,7 +2,7 @@
 android_command.c) ask the phone process to run them, as those programs ask system services over binder.
 
 Each request carries the program's stdin, stdout and stderr; the command's output is written straight to
-them, so pipes and redirections in the shell work on it as on any program. Requests are served on threads.
+them, so pipes and redirections in the shell work on it as on any program.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from virtual_phone.program import Caller, Command, Output
 
 SOCKET_NAME = "virtual_phone"  # /dev/socket/virtual_phone inside the sandbox
+THREADS = 6  # calls served at once (a pipeline of the phone's programs runs them together)
 
 
 class Binder:
@@ -33,8 +34,13 @@ class Binder:
         self._server.bind(str(self.path))
         os.chmod(self.path, 0o666)
         self._server.listen(16)
-        self._thread = threading.Thread(target=self._accept, daemon=True, name="binder")
-        self._thread.start()
+        # A few threads each accept and serve a call: no hand-over to another thread, whose wake-up costs
+        # milliseconds on a loaded host; a call that takes long leaves the others to the rest.
+        self._threads = [
+            threading.Thread(target=self._accept, daemon=True, name=f"binder-{n}") for n in range(THREADS)
+        ]
+        for t in self._threads:
+            t.start()
 
     def _accept(self) -> None:
         while True:
@@ -42,7 +48,7 @@ class Binder:
                 conn, _ = self._server.accept()
             except OSError:
                 return  # closed
-            threading.Thread(target=self._serve, args=(conn,), daemon=True, name="binder-call").start()
+            self._serve(conn)
 
     def _serve(self, conn: socket.socket) -> None:
         fds: list[int] = []
@@ -86,7 +92,8 @@ class Binder:
         with contextlib.suppress(OSError):
             self._server.shutdown(socket.SHUT_RDWR)  # wakes the accept() (close alone does not)
         self._server.close()
-        self._thread.join(timeout=2)
+        for t in self._threads:
+            t.join(timeout=2)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -48,14 +48,14 @@ async def interactive(phone: Phone, executor: Executor, stream: Stream, v2: bool
     sandbox = (await loop.run_in_executor(executor, phone.userland)).sandbox
     if pty:
         master, slave = os.openpty()
-        ident = sandbox.start([SH, "-i"], (slave, slave, slave))
+        run = sandbox.start([SH, "-i"], (slave, slave, slave))
         os.close(slave)
         stdin_fd, outputs = master, {master: 1}
     else:
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        ident = sandbox.start([SH], (in_r, out_w, err_w))
+        run = sandbox.start([SH], (in_r, out_w, err_w))
         for fd in (in_r, out_w, err_w):
             os.close(fd)
         stdin_fd, outputs = in_w, {out_r: 1, err_r: 2}
@@ -93,12 +93,12 @@ async def interactive(phone: Phone, executor: Executor, stream: Stream, v2: bool
                 await stream.write(v2_packet(which, data))
             else:
                 await stream.write(data)
-        rc = await loop.run_in_executor(executor, sandbox.wait, ident)
+        rc = await loop.run_in_executor(executor, run.wait)
         if v2:
             await stream.write(v2_packet(3, bytes([(255 if rc is None else rc) & 0xFF])))
     finally:
         typing.cancel()
-        sandbox.kill(ident)  # the client went away mid-session: the shell and its children go too
+        run.kill()  # the client went away mid-session: the shell and its children go too
         for fd in outputs:
             loop.remove_reader(fd)
             os.close(fd)

@@ -9,12 +9,14 @@ import re
 import selectors
 from typing import TYPE_CHECKING
 
-from virtual_phone.program import Output
+from virtual_phone.program import Caller, Output
 
 if TYPE_CHECKING:
     from virtual_phone.phone import Phone
 
 SH = "/system/bin/sh"
+# Words the shell passes on unchanged (no quotes, expansions, globs, operators, assignments, comments).
+_PLAIN = re.compile(r"[ \t]*[A-Za-z0-9_./:,@%+-]+([ \t]+[A-Za-z0-9_./:=,@%+-]+)*[ \t]*")
 
 
 class Shell:
@@ -26,6 +28,17 @@ class Shell:
     def run(self, line: str, one_stream: bool = False) -> tuple[Output, int]:
         """Runs a command line to its end; returns everything written and the exit code. `one_stream`:
         stdout and stderr are one pipe (as adbd gives legacy shells and exec:), so their order is exact."""
+        userland = self.phone.userland()
+        words = line.split()
+        if _PLAIN.fullmatch(line) and words[0] in userland.binder.commands:
+            # A plain word list naming one of the phone's programs: mksh would only look the program up in
+            # /system/bin and exec it, and the program would only hand its fds to the phone. The phone runs
+            # it directly, saving two processes (a few ms on a loaded host) on every observation's screencap.
+            out = Output()
+            caller = Caller(self.phone, root=self.phone.root)
+            rc = userland.binder.commands[words[0]](caller, words[1:], b"", out)
+            self.phone.shell_ran()
+            return out, rc
         return self.run_program([SH, "-c", line], one_stream)
 
     def run_program(self, argv: list[str], one_stream: bool = False) -> tuple[Output, int]:
@@ -34,7 +47,7 @@ class Shell:
         err_r, err_w = os.pipe() if not one_stream else (-1, out_w)
         null = os.open(os.devnull, os.O_RDONLY)
         try:
-            ident = sandbox.start(argv, (null, out_w, err_w))
+            run = sandbox.start(argv, (null, out_w, err_w))
         finally:
             for fd in {null, out_w, err_w}:
                 os.close(fd)
@@ -45,7 +58,7 @@ class Shell:
         finally:
             for fd in streams:
                 os.close(fd)
-        rc = sandbox.wait(ident)
+        rc = run.wait()
         self.phone.shell_ran()
         return out, 255 if rc is None else rc
 

@@ -31,6 +31,11 @@ esac
 shift
 exec "$@"
 """
+# Toybox programs that read the clock run under libfaketime, which starts them at the phone's time.
+CLOCK_PROGRAMS = ("date", "find")
+CLOCK_WRAPPER = """#!/system/bin/sh
+LD_PRELOAD={lib} FAKETIME='{time}' FAKETIME_DONT_FAKE_MONOTONIC=1 exec /system/bin/toybox {name} "$@"
+"""
 # Interactive shells print Android's prompt: `emu64x:/ $ ` (`#` for root).
 MKSHRC = """if [ "${USER}" = root ]; then PS1_END='# '; else PS1_END='$ '; fi
 PS1='${HOSTNAME:-localhost}:${PWD:-?} '"$PS1_END"
@@ -65,7 +70,7 @@ def build_client(cc: str) -> Path:
     return binary
 
 
-def install(system: Path, tools: dict[str, str], android_programs: Iterable[str]) -> None:
+def install(system: Path, tools: dict[str, str], android_programs: Iterable[str], phone_time: str) -> None:
     """Fills `system` (the tree's /system) with the programs and files above."""
     bin_dir, etc = system / "bin", system / "etc"
     bin_dir.mkdir(parents=True, exist_ok=True)
@@ -81,8 +86,13 @@ def install(system: Path, tools: dict[str, str], android_programs: Iterable[str]
     links |= {name: CLIENT for name in programs}
     for name, target in links.items():
         (bin_dir / name).symlink_to(target)
-    (bin_dir / "su").write_text(SU)
-    (bin_dir / "su").chmod(0o755)
+    for name, text in {"su": SU}.items() | {
+        name: CLOCK_WRAPPER.format(lib=tools["libfaketime"], time=phone_time, name=name)
+        for name in CLOCK_PROGRAMS
+    }.items():
+        (bin_dir / name).unlink(missing_ok=True)
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
     (etc / "mkshrc").write_text(MKSHRC)
     (etc / "passwd").write_text(PASSWD)
     (etc / "group").write_text(GROUP)

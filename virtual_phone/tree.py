@@ -53,7 +53,10 @@ class PhoneTree:
     that leads out of the tree (a symlink made in the shell points at the sandbox's root, not the host's)."""
 
     def __init__(self, root: Path | None = None) -> None:
-        self.root = Path(root or tempfile.mkdtemp(prefix="virtual-phone-")).resolve()
+        # In memory when the host has /dev/shm: a snapshot load rewrites folders, which a journaling disk
+        # makes cost milliseconds each.
+        shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        self.root = Path(root or tempfile.mkdtemp(prefix="virtual-phone-", dir=shm)).resolve()
         for d in DEFAULT_DIRS:
             (self.root / d.lstrip("/")).mkdir(parents=True, exist_ok=True)
         # As on Android: /sdcard → /storage/self/primary → /storage/emulated/0 (seen inside the sandbox).
@@ -69,6 +72,7 @@ class PhoneTree:
         link.parent.mkdir(parents=True, exist_ok=True)
         if not link.is_symlink():
             link.symlink_to(target)
+            os.utime(link, ns=(BOOT_MTIME_NS, BOOT_MTIME_NS), follow_symlinks=False)
 
     def host(self, path: str) -> Path | None:
         """The host path of an Android path, or None if it would leave the tree."""
@@ -102,26 +106,54 @@ class PhoneTree:
         return out
 
     def restore(self, saved: TreeCopy) -> None:
-        """Puts the writable parts back as `saved` holds them; files not in it go."""
-        for top in WRITABLE_ROOTS:
-            base = self.root / top.lstrip("/")
-            if base.is_dir() and not base.is_symlink():
-                _make_writable(base)
-                shutil.rmtree(base)
-            elif base.exists() or base.is_symlink():
-                base.unlink()
-        for d in sorted(saved.dirs):
-            (self.root / d.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        """Puts the writable parts back as `saved` holds them; files not in it go. Only what differs is
+        touched: removing and making folders costs milliseconds each on a journaling disk."""
+        now = self._entries()
+        for path, kind in sorted(now.items(), reverse=True):  # children before their folders
+            if (kind == "dir" and path not in saved.dirs) or (kind != "dir" and path not in saved.files):
+                host = self.root / path.lstrip("/")
+                if kind == "dir":
+                    _make_writable(host)
+                    shutil.rmtree(host)
+                else:
+                    host.unlink()
+        for d, (mode, _) in sorted(saved.dirs.items()):
+            host = self.root / d.lstrip("/")
+            if now.get(d) != "dir":
+                host.mkdir(mode=0o700)
+            if stat.S_IMODE(host.stat().st_mode) != mode | 0o700:
+                os.chmod(host, mode | 0o700)  # writable until its files are back
         for path, (data, mode, mtime) in saved.files.items():
             host = self.root / path.lstrip("/")
-            host.write_bytes(data)
-            os.chmod(host, mode)
-            os.utime(host, ns=(mtime, mtime))
-        # Folder times last: writing a file into a folder moves its mtime.
+            st = host.stat() if now.get(path) == "file" else None
+            if st is None or st.st_size != len(data) or host.read_bytes() != data:
+                if st is not None and not st.st_mode & stat.S_IWUSR:
+                    os.chmod(host, 0o600)
+                host.write_bytes(data)
+                st = None
+            if st is None or stat.S_IMODE(st.st_mode) != mode:
+                os.chmod(host, mode)
+            if st is None or st.st_mtime_ns != mtime:
+                os.utime(host, ns=(mtime, mtime))
+        # Folder modes and times last: writing a file into a folder moves its mtime.
         for d, (mode, mtime) in sorted(saved.dirs.items(), reverse=True):
             host = self.root / d.lstrip("/")
             os.chmod(host, mode)
             os.utime(host, ns=(mtime, mtime))
+
+    def _entries(self) -> dict[str, str]:
+        """Every entry under the writable roots: path → "dir", "file" or "other" (symlinks, fifos, ...)."""
+        out: dict[str, str] = {}
+        for top in WRITABLE_ROOTS:
+            base = self.root / top.lstrip("/")
+            for dirpath, dirnames, filenames in os.walk(base):
+                rel = "/" + os.path.relpath(dirpath, self.root)
+                out[rel] = "dir"
+                for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+                    full = os.path.join(dirpath, name)
+                    out[f"{rel}/{name}"] = "file" if stat.S_ISREG(os.lstat(full).st_mode) else "other"
+                dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+        return out
 
 
 def _make_writable(base: Path) -> None:

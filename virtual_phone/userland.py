@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from virtual_phone.binder import Binder
 from virtual_phone.commands import command_table
 from virtual_phone.program import Caller
-from virtual_phone.sandbox import Sandbox, require_tools
+from virtual_phone.sandbox import PHONE_TIME, Sandbox, require_tools
 from virtual_phone.system_image import install
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ class Userland:
     def __init__(self, phone: Phone) -> None:
         tools = require_tools()
         commands = command_table()
-        install(phone.tree.root / "system", tools, commands)
+        install(phone.tree.root / "system", tools, commands, PHONE_TIME)
         self._socket_dir = Path(tempfile.mkdtemp(prefix="virtual-phone-sock-"))
 
         def caller(cwd: str, uid: str) -> Caller:

@@ -4,10 +4,10 @@ One bubblewrap per phone instead of one per command: bwrap's namespaces cost mil
 spawn from here costs well under one. This file runs as its own program on the host's Python standard
 library only (no virtual_phone inside the sandbox). Protocol on the fd its one argument names, a
 SOCK_SEQPACKET socket to the phone:
-- request  `run ID\\0ARG\\0ARG...` with 3 fds (stdin, stdout, stderr) → the process starts in its own session;
-- request  `kill ID` → SIGKILL to that process's group;
-- report   `exit ID STATUS` when it ends (STATUS as a shell prints `$?`: 128+N for signal N), or
-  `fail ID MESSAGE` when it could not start.
+- request  `run ID\\0ARG\\0ARG...` with 4 fds (stdin, stdout, stderr, status) → the process starts in its own
+  session; when it ends, its status (as a shell prints `$?`: 128+N for signal N; 127 if it could not start)
+  is written to the status fd, which is then closed;
+- request  `kill ID` → SIGKILL to that process's group.
 """
 
 from __future__ import annotations
@@ -25,9 +25,15 @@ def _status(wait_status: int) -> int:
     return 128 + os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else os.WEXITSTATUS(wait_status)
 
 
+def _report(status_fd: int, status: int) -> None:
+    with contextlib.suppress(OSError):  # nobody waits for it any more
+        os.write(status_fd, str(status).encode())
+    os.close(status_fd)
+
+
 def _recv(sock: socket.socket) -> tuple[bytes, list[int]]:
     fds = array.array("i")
-    msg, anc, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(3 * fds.itemsize))
+    msg, anc, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(4 * fds.itemsize))
     for level, kind, data in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
@@ -38,7 +44,7 @@ def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     sock.set_inheritable(False)  # the shells it starts must not talk to the phone in its name
     env = dict(os.environ)
-    running: dict[int, str] = {}  # pid → request id
+    running: dict[int, tuple[str, int]] = {}  # pid → (request id, status fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -53,9 +59,9 @@ def main() -> None:
                 pid, wait_status = os.waitpid(-1, os.WNOHANG)
                 if pid == 0:
                     break
-                ident = running.pop(pid, None)
-                if ident is not None:
-                    sock.send(f"exit {ident} {_status(wait_status)}".encode())
+                entry = running.pop(pid, None)
+                if entry is not None:
+                    _report(entry[1], _status(wait_status))
         if sock.fileno() not in ready:
             continue
         msg, fds = _recv(sock)
@@ -64,17 +70,19 @@ def main() -> None:
         kind, _, rest = msg.partition(b" ")
         if kind == b"run":
             ident, *argv = rest.decode("utf-8", "surrogateescape").split("\0")
+            *stdio, status_fd = fds
             try:
-                actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(fds)]
+                actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
                 pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
-                running[pid] = ident
+                running[pid] = (ident, status_fd)
             except OSError as e:
-                sock.send(f"fail {ident} {e.strerror}".encode())
+                os.write(stdio[2], f"{argv[0]}: {e.strerror}\n".encode())
+                _report(status_fd, 127)
             finally:
-                for fd in fds:
+                for fd in stdio:
                     os.close(fd)
         elif kind == b"kill":
-            for pid, ident in running.items():
+            for pid, (ident, _) in running.items():
                 if ident == rest.decode():
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(pid, signal.SIGKILL)

