@@ -9,7 +9,6 @@ from virtual_phone import (
     content,
     dumpsys,
     package_manager,
-    root_commands,
     system_commands,
 )
 from virtual_phone.program import Command
@@ -21,7 +20,6 @@ MODULES = (
     dumpsys,
     system_commands,
     content,
-    root_commands,
 )
 
 

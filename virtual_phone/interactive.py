@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import Executor
 
 from virtual_phone.phone import Phone
-from virtual_phone.shell import SH
+from virtual_phone.shell import SH, as_adbd
 from virtual_phone.transport import Stream
 
 
@@ -48,14 +48,14 @@ async def interactive(phone: Phone, executor: Executor, stream: Stream, v2: bool
     sandbox = (await loop.run_in_executor(executor, phone.userland)).sandbox
     if pty:
         master, slave = os.openpty()
-        run = sandbox.start([SH, "-i"], (slave, slave, slave))
+        run = sandbox.start([*as_adbd(phone), SH, "-i"], (slave, slave, slave))
         os.close(slave)
         stdin_fd, outputs = master, {master: 1}
     else:
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        run = sandbox.start([SH], (in_r, out_w, err_w))
+        run = sandbox.start([*as_adbd(phone), SH], (in_r, out_w, err_w))
         for fd in (in_r, out_w, err_w):
             os.close(fd)
         stdin_fd, outputs = in_w, {out_r: 1, err_r: 2}

@@ -77,7 +77,7 @@ class Phone:
         self._finalizer = weakref.finalize(self, _end, self.tree, [None])
         self.root = False  # adbd runs as root (`adb root`); not part of snapshots, as adbd is not
         # Every app's records; the same object for the phone's lifetime (a snapshot load restores in place).
-        self.data = AppStore(self.catalog.data_specs(), self.lock, self.changed)
+        self.data = AppStore(self.catalog.data_specs(), self.lock, self.changed, self.tree.host)
         self.reads = DataContext(self.data.find, self.storage)  # what the screens of records read and write
         check_screens(self.catalog, self.reads)
         self.version = 0  # bumped on every change; keys the frame cache
@@ -120,6 +120,7 @@ class Phone:
         with self.lock:
             if self.storage.changed_since_last_look():
                 self.changed()
+            self.data.check_outside_writes()
 
     def close(self) -> None:
         """Ends the phone's sandbox (and every process in it) and removes its files."""

@@ -42,7 +42,7 @@ ENV = {
     "ENV": "/system/etc/mkshrc",  # read by interactive shells only, as Android's mksh reads it
     "TZ": "UTC",
 }
-PACKAGES = "apt-get install mksh toybox bubblewrap faketime gcc"
+PACKAGES = "apt-get install mksh toybox bubblewrap sqlite3 faketime gcc"
 # The phone's clock in its shell (`date`): libfaketime starts each program at the phone's boot time,
 # 2026-01-01 12:00 UTC (clock.py), wherever the host's clock is.
 # Only the programs that read the clock get it (system_image.CLOCK_PROGRAMS): preloading it costs every
@@ -53,7 +53,7 @@ PHONE_TIME = "@2026-01-01 12:00:00"  # what a Debian host needs for the phone's 
 def require_tools() -> dict[str, str]:
     """The host programs the sandbox needs, by name; PhoneStartError saying what to install if one is
     missing or user namespaces are off."""
-    tools = {name: shutil.which(name) for name in ("bwrap", "mksh", "toybox", "cc")}
+    tools = {name: shutil.which(name) for name in ("bwrap", "mksh", "toybox", "sqlite3", "cc")}
     # The same mksh linked statically starts in half the time (no dynamic loading), where Debian ships it.
     tools["mksh"] = shutil.which("mksh-static") or tools["mksh"]
     faketime = sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1")) + sorted(

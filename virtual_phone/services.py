@@ -16,7 +16,6 @@ from virtual_phone.commands import command_table
 from virtual_phone.interactive import interactive, v2_packet
 from virtual_phone.phone import Phone
 from virtual_phone.program import Output
-from virtual_phone.root_commands import db_path
 from virtual_phone.shell import Shell, program_names
 from virtual_phone.storage import PhoneError
 from virtual_phone.transport import Service, Stream
@@ -157,7 +156,7 @@ class Services:
 
     def _database(self, path: str) -> AppDatabase | None:
         """The app database whose file is at `path` when adbd runs as root (unreadable otherwise)."""
-        return self.phone.data.by_path(db_path(path)) if self.phone.root else None
+        return self.phone.data.by_path(path) if self.phone.root else None
 
     def _sync_recv(self, arg: str) -> bytes:
         """RECV: the file in DATA chunks then DONE, or FAIL. An app database comes as a SQLite file."""

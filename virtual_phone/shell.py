@@ -39,7 +39,7 @@ class Shell:
             rc = userland.binder.commands[words[0]](caller, words[1:], b"", out)
             self.phone.shell_ran()
             return out, rc
-        return self.run_program([SH, "-c", line], one_stream)
+        return self.run_program([*as_adbd(self.phone), SH, "-c", line], one_stream)
 
     def run_program(self, argv: list[str], one_stream: bool = False) -> tuple[Output, int]:
         sandbox = self.phone.userland().sandbox
@@ -61,6 +61,11 @@ class Shell:
         rc = run.wait()
         self.phone.shell_ran()
         return out, 255 if rc is None else rc
+
+
+def as_adbd(phone: Phone) -> list[str]:
+    """What a shell is started under: after `adb root`, adbd (and so its shell) runs as root."""
+    return ["/system/bin/su", "0"] if phone.root else []
 
 
 def _collect(out: Output, streams: dict[int, int]) -> None:

@@ -55,7 +55,14 @@ class Storage:
         p = android_path(path)
         return any(p == root or p.startswith(root + "/") for root in WRITABLE_ROOTS)
 
+    def readable(self, path: str) -> bool:
+        """What adb's shell user may read: not the apps' private data under /data (but /data/local/tmp)."""
+        p = android_path(path)
+        return self.writable(p) or not (p == "/data" or p.startswith("/data/"))
+
     def read(self, path: str) -> bytes | None:
+        if not self.readable(path):
+            return None
         host = self._host(path)
         with self.lock:
             try:

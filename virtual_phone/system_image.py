@@ -1,5 +1,5 @@
 """The phone's /system: Android's shell and toybox applets in /system/bin, the phone's own Android programs
-(links to one small client, android_command.c, built once per host), `su`, and /system/etc.
+(links to one small client, android_command.c, built once per host), `su`, `sqlite3`, and /system/etc.
 
 /system/bin/sh is mksh, as on Android; every toybox applet Android would run from toybox is a link to it.
 """
@@ -30,6 +30,28 @@ esac
 [ $# -gt 1 ] || exec /system/bin/sh
 shift
 exec "$@"
+"""
+# sqlite3 of a userdebug image: the SQLite CLI, which opens an app's database (its folder is the app's) only
+# for root (`su 0`, or after `adb root`).
+SQLITE3 = """#!/system/bin/sh
+db= skip=
+for a in "$@"; do
+  if [ -n "$skip" ]; then skip=; continue; fi
+  case $a in
+  -separator|-newline|-nullvalue|-cmd|-init|-vfs|-mmap|-maxsize|-lookaside|-pagecache|-heap) skip=1 ;;
+  -*) ;;
+  *) db=$a; break ;;
+  esac
+done
+case $db in /*) ;; ?*) db=$PWD/$db ;; esac
+case $db in
+/data/data/*|/data/user/*|/data/user_de/*)
+  if [ "$VIRTUAL_PHONE_UID" != 0 ]; then
+    echo "Error: unable to open database \\"$a\\": unable to open database file" >&2
+    exit 1
+  fi ;;
+esac
+exec {sqlite3} "$@"
 """
 # Toybox programs that read the clock run under libfaketime, which starts them at the phone's time.
 CLOCK_PROGRAMS = ("date", "find")
@@ -86,7 +108,7 @@ def install(system: Path, tools: dict[str, str], android_programs: Iterable[str]
     links |= {name: CLIENT for name in programs}
     for name, target in links.items():
         (bin_dir / name).symlink_to(target)
-    for name, text in {"su": SU}.items() | {
+    for name, text in {"su": SU, "sqlite3": SQLITE3.format(sqlite3=tools["sqlite3"])}.items() | {
         name: CLOCK_WRAPPER.format(lib=tools["libfaketime"], time=phone_time, name=name)
         for name in CLOCK_PROGRAMS
     }.items():

@@ -23,6 +23,7 @@ WRITABLE_ROOTS = (SDCARD, "/data/local/tmp")
 DEFAULT_DIRS = (
     "/data/local/tmp",
     "/data/data",
+    "/data/user_de/0",
     "/system/bin",
     "/system/etc",
     *(f"{SDCARD}/{d}" for d in ("Alarms", "DCIM", "Download", "Documents", "Movies", "Music", "Pictures")),

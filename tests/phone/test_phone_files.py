@@ -10,7 +10,6 @@ import pytest
 from virtual_phone import sandbox
 from virtual_phone.errors import PhoneStartError
 from virtual_phone.phone import Phone
-from virtual_phone.root_commands import cli_value, statements
 from virtual_phone.shell import Shell
 
 ALARMS = "/data/user_de/0/com.google.android.deskclock/databases/alarms.db"
@@ -104,19 +103,17 @@ def test_sqlite3_reads_an_app_database_as_root_only(phone: Phone) -> None:
         == 0
     )
     assert run(phone, f"echo 'SELECT count(*) FROM alarm_templates;' | sqlite3 {ALARMS}")[0] == "4\n"
+    # The SQLite CLI's own error for SQL given as an argument (Debian's sqlite3 3.40.1).
     assert run(phone, f"sqlite3 {ALARMS} 'SELECT nope FROM alarm_templates'")[1:] == (
-        "Error: in prepare, no such column: nope (1)\n",
+        "Error: in prepare, no such column: nope\n"
+        "  SELECT nope FROM alarm_templates\n"
+        "         ^--- error here\n",
         1,
     )
     contacts = "/data/user/0/com.android.providers.contacts/databases/contacts2.db"
     assert run(phone, f"sqlite3 {contacts} 'SELECT count(*) FROM raw_contacts'")[0] == "6\n"
-    assert run(phone, "id")[0].startswith("uid=0(root) gid=0(root)")
-
-
-def test_sqlite3_values_and_statements_as_the_cli_prints_them() -> None:
-    assert [cli_value(v) for v in (None, 1, 1.5, 2.0, 1e20, "x")] == ["", "1", "1.5", "2.0", "1.0e+20", "x"]
-    assert statements("SELECT 1; SELECT ';'; ") == ["SELECT 1;", "SELECT ';';"]
-    assert statements("SELECT 2") == ["SELECT 2;"]
+    assert run(phone, "id; echo $USER")[0].startswith("uid=0(root) gid=0(root)")
+    assert run(phone, "echo $USER") == ("root\n", "", 0)
 
 
 def test_only_files_a_screen_can_show_re_render_it(phone: Phone) -> None:
@@ -132,8 +129,9 @@ def test_only_files_a_screen_can_show_re_render_it(phone: Phone) -> None:
 def test_sql_from_the_shell_cannot_reach_the_hosts_files(phone: Phone, tmp_path: Path) -> None:
     target = tmp_path / "copy.db"
     for sql in (f"VACUUM INTO '{target}'", f"ATTACH '{target}' AS other"):
+        # The CLI runs in the sandbox, where the host's folders are not: it cannot create the file.
         _, err, rc = run(phone, f'su 0 sqlite3 {ALARMS} "{sql}"')
-        assert rc == 1 and ("not authorized" in err or "authorization denied" in err), err
+        assert rc != 0 and "unable to open database" in err, err
     assert not target.exists()
 
 
