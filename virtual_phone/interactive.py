@@ -48,7 +48,8 @@ async def interactive(phone: Phone, executor: Executor, stream: Stream, v2: bool
     sandbox = (await loop.run_in_executor(executor, phone.userland)).sandbox
     if pty:
         master, slave = os.openpty()
-        run = sandbox.start([*as_adbd(phone), SH, "-i"], (slave, slave, slave))
+        # The terminal becomes the shell's controlling tty (job control, ^C), as on a device.
+        run = sandbox.start([*as_adbd(phone), SH, "-i"], (slave, slave, slave), terminal=True)
         os.close(slave)
         stdin_fd, outputs = master, {master: 1}
     else:

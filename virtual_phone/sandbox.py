@@ -153,13 +153,15 @@ class Sandbox:
         self._proc = subprocess.Popen(args, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
         theirs.close()
 
-    def start(self, argv: list[str], fds: tuple[int, int, int]) -> Run:
-        """Starts argv (an absolute path inside the sandbox first) with fds as its 0, 1, 2."""
+    def start(self, argv: list[str], fds: tuple[int, int, int], terminal: bool = False) -> Run:
+        """Starts argv (an absolute path inside the sandbox first) with fds as its 0, 1, 2; `terminal`: fd 0
+        is a terminal that becomes its controlling tty."""
         with self._lock:
             self._next += 1
             ident = str(self._next)
         status_r, status_w = os.pipe()
-        request = ("run " + "\0".join([ident, *argv])).encode("utf-8", "surrogateescape")
+        kind = "tty " if terminal else "run "
+        request = (kind + "\0".join([ident, *argv])).encode("utf-8", "surrogateescape")
         try:
             self._sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _ints((*fds, status_w)))])
         except OSError:

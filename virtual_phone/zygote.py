@@ -7,6 +7,7 @@ SOCK_SEQPACKET socket to the phone:
 - request  `run ID\\0ARG\\0ARG...` with 4 fds (stdin, stdout, stderr, status) → the process starts in its own
   session; when it ends, its status (as a shell prints `$?`: 128+N for signal N; 127 if it could not start)
   is written to the status fd, which is then closed;
+- request  `tty ID\\0ARG...`: the same, fd 0 a terminal that becomes the process's controlling tty;
 - request  `kill ID` → SIGKILL to that process's group.
 """
 
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import array
 import contextlib
+import fcntl
 import os
 import select
 import signal
 import socket
 import sys
+import termios
 
 
 def _status(wait_status: int) -> int:
@@ -29,6 +32,21 @@ def _report(status_fd: int, status: int) -> None:
     with contextlib.suppress(OSError):  # nobody waits for it any more
         os.write(status_fd, str(status).encode())
     os.close(status_fd)
+
+
+def _spawn_on_terminal(argv: list[str], env: dict[str, str], stdio: list[int]) -> int:
+    """fork + exec, as posix_spawn cannot take a controlling tty (TIOCSCTTY after setsid)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            for n, fd in enumerate(stdio):
+                os.dup2(fd, n)
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    return pid
 
 
 def _recv(sock: socket.socket) -> tuple[bytes, list[int]]:
@@ -68,12 +86,15 @@ def main() -> None:
         if not msg:
             return  # the phone went away: as the namespace's init, leaving ends every process in it
         kind, _, rest = msg.partition(b" ")
-        if kind == b"run":
+        if kind in (b"run", b"tty"):
             ident, *argv = rest.decode("utf-8", "surrogateescape").split("\0")
             *stdio, status_fd = fds
             try:
-                actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
-                pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+                if kind == b"tty":
+                    pid = _spawn_on_terminal(argv, env, stdio)
+                else:
+                    actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
+                    pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
                 running[pid] = (ident, status_fd)
             except OSError as e:
                 os.write(stdio[2], f"{argv[0]}: {e.strerror}\n".encode())
