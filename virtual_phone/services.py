@@ -16,6 +16,7 @@ from virtual_phone.commands import command_table
 from virtual_phone.interactive import interactive, v2_packet
 from virtual_phone.phone import Phone
 from virtual_phone.program import Output
+from virtual_phone.sandbox import Run
 from virtual_phone.shell import Shell, program_names
 from virtual_phone.storage import PhoneError
 from virtual_phone.transport import Service, Stream
@@ -74,8 +75,9 @@ class Services:
         await asyncio.sleep(0.05)
         self.on_drop()
 
-    async def _run(self, line: str, one_stream: bool) -> tuple[Output, int] | None:
-        """Runs one command line with the phone's faults; None if the transport was dropped instead."""
+    async def _run(self, stream: Stream, line: str, one_stream: bool) -> tuple[Output, int] | None:
+        """Runs one command line with the phone's faults; None if the transport was dropped instead. If the
+        client closes the stream first (a timeout, ^C), the command and what it started are killed."""
         faults = self.phone.faults
         if faults.should_drop(line):
             self.on_drop()
@@ -84,10 +86,19 @@ class Services:
         if delay:
             await asyncio.sleep(delay)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, Shell(self.phone).run, line, one_stream)
+        runs: list[Run] = []
+        work = loop.run_in_executor(self.executor, Shell(self.phone).run, line, one_stream, runs.append)
+        watcher: asyncio.Future[object] = asyncio.ensure_future(_until_closed(stream))
+        waiting: list[asyncio.Future[object]] = [work, watcher]  # type: ignore[list-item]
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if watcher in done:
+            for run in runs:
+                run.kill()
+        watcher.cancel()
+        return await work
 
     async def _exec(self, stream: Stream, cmd: str) -> None:
-        result = await self._run(cmd, one_stream=True)
+        result = await self._run(stream, cmd, one_stream=True)
         if result is None:
             return
         out, _ = result
@@ -98,7 +109,7 @@ class Services:
         if not cmd:
             await interactive(self.phone, self.executor, stream, v2, pty)
             return
-        result = await self._run(cmd, one_stream=not v2)
+        result = await self._run(stream, cmd, one_stream=not v2)
         if result is None:
             return
         out, rc = result
@@ -213,6 +224,12 @@ class Services:
         if data is None:
             return 0, 0, 0
         return FILE_MODE, len(data), MTIME
+
+
+async def _until_closed(stream: Stream) -> None:
+    """Returns when the client closes the stream (what it sends meanwhile, e.g. stdin, is dropped)."""
+    while await stream.read() is not None:
+        pass
 
 
 def _fail(msg: str) -> bytes:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import re
 import selectors
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from virtual_phone.program import Caller, Output
+from virtual_phone.sandbox import Run
 
 if TYPE_CHECKING:
     from virtual_phone.phone import Phone
@@ -25,7 +27,9 @@ class Shell:
     def __init__(self, phone: Phone) -> None:
         self.phone = phone
 
-    def run(self, line: str, one_stream: bool = False) -> tuple[Output, int]:
+    def run(
+        self, line: str, one_stream: bool = False, started: Callable[[Run], None] = lambda _run: None
+    ) -> tuple[Output, int]:
         """Runs a command line to its end; returns everything written and the exit code. `one_stream`:
         stdout and stderr are one pipe (as adbd gives legacy shells and exec:), so their order is exact."""
         userland = self.phone.userland()
@@ -39,9 +43,12 @@ class Shell:
             rc = userland.binder.commands[words[0]](caller, words[1:], b"", out)
             self.phone.shell_ran()
             return out, rc
-        return self.run_program([*as_adbd(self.phone), SH, "-c", line], one_stream)
+        return self.run_program([*as_adbd(self.phone), SH, "-c", line], one_stream, started)
 
-    def run_program(self, argv: list[str], one_stream: bool = False) -> tuple[Output, int]:
+    def run_program(
+        self, argv: list[str], one_stream: bool = False, started: Callable[[Run], None] = lambda _run: None
+    ) -> tuple[Output, int]:
+        """Runs a program in the sandbox to its end; `started` gets it first (to kill it from elsewhere)."""
         sandbox = self.phone.userland().sandbox
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe() if not one_stream else (-1, out_w)
@@ -51,6 +58,7 @@ class Shell:
         finally:
             for fd in {null, out_w, err_w}:
                 os.close(fd)
+        started(run)
         out = Output()
         streams = {out_r: 1} if one_stream else {out_r: 1, err_r: 2}
         try:

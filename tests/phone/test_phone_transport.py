@@ -4,13 +4,15 @@ push/pull, concurrent streams, and malformed protocol input that must not kill t
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import socket
 import struct
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from _phones import adb, device, one_phone, sh
+from _phones import ADB, adb, device, one_phone, sh
 
 BASE = 5600
 SERIAL = f"emulator-{BASE}"
@@ -198,3 +200,32 @@ def test_reboot_keeps_settings_and_comes_back_home(serial: str) -> None:
     assert sh(serial, "getprop sys.boot_completed") == "1\n"
     assert sh(serial, "settings get global bluetooth_on") == "1\n"
     assert "NexusLauncherActivity" in sh(serial, "dumpsys window | grep mCurrentFocus")
+
+
+def _sandboxed(marker: bytes) -> bool:
+    """A `sleep MARKER` runs somewhere on this host."""
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read() == b"sleep\0" + marker + b"\0":
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def test_a_command_whose_client_goes_away_is_killed(serial: str) -> None:
+    client = subprocess.Popen([ADB, "-s", serial, "shell", "sleep 27.1828"])
+    try:
+        deadline = time.monotonic() + 10
+        while not _sandboxed(b"27.1828") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _sandboxed(b"27.1828"), "the command runs in the phone's sandbox"
+    finally:
+        client.kill()  # as a timeout or ^C does: the adb server closes the stream
+        client.wait()
+    deadline = time.monotonic() + 5
+    while _sandboxed(b"27.1828") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _sandboxed(b"27.1828")
+    assert adb(serial, "shell", "echo still here").stdout == b"still here\n"
