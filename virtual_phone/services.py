@@ -6,6 +6,7 @@ Commands run on worker threads so that one slow command never blocks the other s
 from __future__ import annotations
 
 import asyncio
+import os
 import posixpath
 import struct
 from collections.abc import Callable
@@ -75,9 +76,12 @@ class Services:
         await asyncio.sleep(0.05)
         self.on_drop()
 
-    async def _run(self, stream: Stream, line: str, one_stream: bool) -> tuple[Output, int] | None:
+    async def _run(
+        self, stream: Stream, line: str, one_stream: bool, v2: bool = False
+    ) -> tuple[Output, int] | None:
         """Runs one command line with the phone's faults; None if the transport was dropped instead. If the
-        client closes the stream first (a timeout, ^C), the command and what it started are killed."""
+        client closes the stream first (a timeout, ^C), the command and what it started are killed. Over
+        shell v2 the client's stdin packets are the command's stdin (`echo SQL | adb shell sqlite3 DB`)."""
         faults = self.phone.faults
         if faults.should_drop(line):
             self.on_drop()
@@ -87,8 +91,12 @@ class Services:
             await asyncio.sleep(delay)
         loop = asyncio.get_running_loop()
         runs: list[Run] = []
-        work = loop.run_in_executor(self.executor, Shell(self.phone).run, line, one_stream, runs.append)
-        watcher: asyncio.Future[object] = asyncio.ensure_future(_until_closed(stream))
+        stdin_r, stdin_w = os.pipe() if v2 else (None, None)
+        shell = Shell(self.phone)
+        work = loop.run_in_executor(self.executor, shell.run, line, one_stream, runs.append, stdin_r)
+        watcher: asyncio.Future[object] = asyncio.ensure_future(
+            _until_closed(stream) if stdin_w is None else _relay_stdin(stream, stdin_w, self.executor)
+        )
         waiting: list[asyncio.Future[object]] = [work, watcher]  # type: ignore[list-item]
         done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if watcher in done:
@@ -109,7 +117,7 @@ class Services:
         if not cmd:
             await interactive(self.phone, self.executor, stream, v2, pty)
             return
-        result = await self._run(stream, cmd, one_stream=not v2)
+        result = await self._run(stream, cmd, one_stream=not v2, v2=v2)
         if result is None:
             return
         out, rc = result
@@ -224,6 +232,40 @@ class Services:
         if data is None:
             return 0, 0, 0
         return FILE_MODE, len(data), MTIME
+
+
+async def _relay_stdin(stream: Stream, fd: int, executor: Executor) -> None:
+    """Writes the client's v2 stdin packets to `fd` (closed at close-stdin, or when this ends); returns when
+    the client closes the stream."""
+    loop = asyncio.get_running_loop()
+    pending = bytearray()
+    try:
+        while (chunk := await stream.read()) is not None:
+            pending += chunk
+            while len(pending) >= 5:
+                kind, n = struct.unpack_from("<BI", pending)
+                if len(pending) < 5 + n:
+                    break
+                data = bytes(pending[5 : 5 + n])
+                del pending[: 5 + n]
+                if kind == 0 and fd >= 0:
+                    try:
+                        await loop.run_in_executor(executor, _write_all, fd, data)
+                    except OSError:  # the command is gone or closed its stdin: the rest goes nowhere
+                        os.close(fd)
+                        fd = -1
+                elif kind == 4 and fd >= 0:  # close-stdin
+                    os.close(fd)
+                    fd = -1
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 async def _until_closed(stream: Stream) -> None:

@@ -28,10 +28,15 @@ class Shell:
         self.phone = phone
 
     def run(
-        self, line: str, one_stream: bool = False, started: Callable[[Run], None] = lambda _run: None
+        self,
+        line: str,
+        one_stream: bool = False,
+        started: Callable[[Run], None] = lambda _run: None,
+        stdin_fd: int | None = None,
     ) -> tuple[Output, int]:
         """Runs a command line to its end; returns everything written and the exit code. `one_stream`:
-        stdout and stderr are one pipe (as adbd gives legacy shells and exec:), so their order is exact."""
+        stdout and stderr are one pipe (as adbd gives legacy shells and exec:), so their order is exact.
+        `stdin_fd` (closed here once handed on; default /dev/null) is the command's stdin."""
         userland = self.phone.userland()
         words = line.split()
         if _PLAIN.fullmatch(line) and words[0] in userland.binder.commands:
@@ -41,18 +46,24 @@ class Shell:
             out = Output()
             caller = Caller(self.phone, root=self.phone.root)
             rc = userland.binder.commands[words[0]](caller, words[1:], b"", out)
+            if stdin_fd is not None:
+                os.close(stdin_fd)
             self.phone.shell_ran()
             return out, rc
-        return self.run_program([*as_adbd(self.phone), SH, "-c", line], one_stream, started)
+        return self.run_program([*as_adbd(self.phone), SH, "-c", line], one_stream, started, stdin_fd)
 
     def run_program(
-        self, argv: list[str], one_stream: bool = False, started: Callable[[Run], None] = lambda _run: None
+        self,
+        argv: list[str],
+        one_stream: bool = False,
+        started: Callable[[Run], None] = lambda _run: None,
+        stdin_fd: int | None = None,
     ) -> tuple[Output, int]:
         """Runs a program in the sandbox to its end; `started` gets it first (to kill it from elsewhere)."""
         sandbox = self.phone.userland().sandbox
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe() if not one_stream else (-1, out_w)
-        null = os.open(os.devnull, os.O_RDONLY)
+        null = os.open(os.devnull, os.O_RDONLY) if stdin_fd is None else stdin_fd
         try:
             run = sandbox.start(argv, (null, out_w, err_w))
         finally:

@@ -229,3 +229,10 @@ def test_a_command_whose_client_goes_away_is_killed(serial: str) -> None:
         time.sleep(0.05)
     assert not _sandboxed(b"27.1828")
     assert adb(serial, "shell", "echo still here").stdout == b"still here\n"
+
+
+def test_shell_v2_stdin_reaches_the_command(serial: str) -> None:
+    # The adb client sends stdin as shell v2 packets, then close-stdin (`echo SQL | adb shell sqlite3 DB`).
+    done = adb(serial, "shell", "wc -c; cat /dev/null", stdin=b"hello\n")
+    assert (done.returncode, done.stdout) == (0, b"6\n")
+    assert adb(serial, "shell", "cat", stdin=b"").stdout == b""  # EOF at once: cat does not wait
