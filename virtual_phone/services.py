@@ -22,9 +22,6 @@ from virtual_phone.shell import Shell, program_names
 from virtual_phone.storage import PhoneError
 from virtual_phone.transport import Service, Stream
 
-MTIME = 1767225600  # 2026-01-01: files carry one fixed time so snapshots compare equal
-DIR_MODE = 0o040771
-FILE_MODE = 0o100660
 SYNC_DATA_MAX = 64 * 1024
 
 
@@ -164,10 +161,8 @@ class Services:
         out = bytearray()
         if storage.is_dir(arg):
             for name in [".", "..", *storage.listdir(arg)]:
-                mode, size, mtime = (
-                    self._stat(posixpath.join(arg, name))
-                    if name not in (".", "..")
-                    else (DIR_MODE, 4096, MTIME)
+                mode, size, mtime = self._stat(
+                    posixpath.join(arg, name) if name != ".." else posixpath.dirname(arg)
                 )
                 out += b"DENT" + struct.pack("<4I", mode, size, mtime, len(name.encode())) + name.encode()
         out += b"DONE" + struct.pack("<4I", 0, 0, 0, 0)
@@ -223,15 +218,12 @@ class Services:
         return True
 
     def _stat(self, path: str) -> tuple[int, int, int]:
+        """Mode, size and mtime as the file in the tree has them (zeros: none the shell user may see)."""
         db = self._database(path)
-        if db is not None:
-            return FILE_MODE, len(db.snapshot()), MTIME
-        if self.phone.storage.is_dir(path):
-            return DIR_MODE, 4096, MTIME
-        data = self.phone.storage.read(path)
-        if data is None:
-            return 0, 0, 0
-        return FILE_MODE, len(data), MTIME
+        found = self.phone.storage.stat(
+            db.path if db is not None and db.path else path, as_root=db is not None
+        )
+        return found or (0, 0, 0)
 
 
 async def _relay_stdin(stream: Stream, fd: int, executor: Executor) -> None:

@@ -60,6 +60,17 @@ class Storage:
         p = android_path(path)
         return self.writable(p) or not (p == "/data" or p.startswith("/data/"))
 
+    def stat(self, path: str, as_root: bool = False) -> tuple[int, int, int] | None:
+        """(mode, size, mtime in s) of a file or folder, None if there is none the caller may see."""
+        host = self._host(path)
+        if host is None or not (as_root or self.readable(path)):
+            return None
+        try:
+            st = host.stat()
+        except OSError:
+            return None
+        return st.st_mode, st.st_size, int(st.st_mtime)
+
     def read(self, path: str) -> bytes | None:
         if not self.readable(path):
             return None
