@@ -57,7 +57,7 @@ class PhoneTree:
         # In memory when the host has /dev/shm: a snapshot load rewrites folders, which a journaling disk
         # makes cost milliseconds each.
         shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-        self.root = Path(root or tempfile.mkdtemp(prefix="virtual-phone-", dir=shm)).resolve()
+        self.root = Path(root or owned_temp_dir("virtual-phone", shm)).resolve()
         for d in DEFAULT_DIRS:
             (self.root / d.lstrip("/")).mkdir(parents=True, exist_ok=True)
         # As on Android: /sdcard → /storage/self/primary → /storage/emulated/0 (seen inside the sandbox).
@@ -155,6 +155,18 @@ class PhoneTree:
                     out[f"{rel}/{name}"] = "file" if stat.S_ISREG(os.lstat(full).st_mode) else "other"
                 dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
         return out
+
+
+def owned_temp_dir(name: str, parent: str | None = None) -> str:
+    """A new temp folder NAME-PID-…; first removes the ones of processes that are gone (a phone killed
+    with SIGKILL cannot remove its own)."""
+    base = Path(parent or tempfile.gettempdir())
+    for old in base.glob(f"{name}-*-*"):
+        pid = old.name[len(name) + 1 :].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            _make_writable(old)
+            shutil.rmtree(old, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{name}-{os.getpid()}-", dir=parent)
 
 
 def _make_writable(base: Path) -> None:

@@ -4,7 +4,6 @@ together on the phone's first shell command and ended with the phone."""
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,7 @@ from virtual_phone.commands import command_table
 from virtual_phone.program import Caller
 from virtual_phone.sandbox import PHONE_TIME, Sandbox, require_tools
 from virtual_phone.system_image import install
+from virtual_phone.tree import owned_temp_dir
 
 if TYPE_CHECKING:
     from virtual_phone.phone import Phone
@@ -23,7 +23,7 @@ class Userland:
         tools = require_tools()
         commands = command_table()
         install(phone.tree.root / "system", tools, commands, PHONE_TIME)
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="virtual-phone-sock-"))
+        self._socket_dir = Path(owned_temp_dir("virtual-phone-sock"))
 
         def caller(cwd: str, uid: str) -> Caller:
             # `su` names a user; otherwise programs run as adbd's user (root after `adb root`).
