@@ -43,4 +43,20 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
     echo "[setup] installing Debian's chromium for the report test"
     apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+# 5. The virtual phone's userland: Android's shell (mksh) and toybox run in a bubblewrap sandbox over the phone's
+# own file tree; faketime gives them the phone's clock, sqlite3 is Android's database CLI, gcc builds the small
+# client its Android programs (am, pm, ...) share. Debian packages; needs root.
+PHONE_PACKAGES="mksh toybox bubblewrap sqlite3 faketime gcc"
+PHONE_MISSING=""
+if command -v dpkg >/dev/null 2>&1; then
+    for p in $PHONE_PACKAGES; do
+        dpkg -s "$p" >/dev/null 2>&1 || PHONE_MISSING="$PHONE_MISSING $p"
+    done
+fi
+if [ -n "$PHONE_MISSING" ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "[setup] installing the virtual phone's userland:$PHONE_MISSING"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $PHONE_MISSING >/dev/null
+elif [ -n "$PHONE_MISSING" ]; then
+    echo "[setup] the virtual phone needs these Debian packages:$PHONE_MISSING (apt-get install them as root)"
+fi
 echo "[setup] ready: .venv/bin/agent-eval"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from virtual_phone.apps import short_name
-from virtual_phone.shell import Output, Shell, command_table, exception
+from virtual_phone.program import Caller, Output, command_table, exception
 
 FLAG_OPTIONS = frozenset(
     [
@@ -90,7 +90,7 @@ def parse_intent(args: list[str]) -> Intent:
     return intent
 
 
-def _resolve(sh: Shell, intent: Intent, io: Output) -> tuple[str, str] | None:
+def _resolve(sh: Caller, intent: Intent, io: Output) -> tuple[str, str] | None:
     """(package, screen) the intent starts, or None after printing Android's error."""
     cat = sh.phone.catalog
     if intent.component is not None:
@@ -112,7 +112,7 @@ def _resolve(sh: Shell, intent: Intent, io: Output) -> tuple[str, str] | None:
     return target
 
 
-def _start(sh: Shell, args: list[str], io: Output) -> int:
+def _start(sh: Caller, args: list[str], io: Output) -> int:
     try:
         intent = parse_intent(args)
     except IntentError as e:
@@ -145,7 +145,7 @@ def _start(sh: Shell, args: list[str], io: Output) -> int:
     return 0
 
 
-def _broadcast(sh: Shell, args: list[str], io: Output) -> int:
+def _broadcast(sh: Caller, args: list[str], io: Output) -> int:
     try:
         intent = parse_intent(args)
     except IntentError as e:
@@ -154,7 +154,7 @@ def _broadcast(sh: Shell, args: list[str], io: Output) -> int:
     return 0
 
 
-def stack_list(sh: Shell) -> str:
+def stack_list(sh: Caller) -> str:
     """`am stack list`: one root task per task (most recent first), each with its one task line."""
     phone = sh.phone
     with phone.lock:
@@ -178,7 +178,7 @@ def stack_list(sh: Shell) -> str:
     return "".join(lines)
 
 
-def _task(sh: Shell, args: list[str], io: Output) -> int:
+def _task(sh: Caller, args: list[str], io: Output) -> int:
     """`am task lock N|stop`: lock task mode pins task N in front (Home and Back stay in it)."""
     if args[:1] != ["lock"] or len(args) < 2:
         io.err(f"Error: unknown command '{args[0] if args else ''}'\n")
@@ -190,7 +190,7 @@ def _task(sh: Shell, args: list[str], io: Output) -> int:
     return 0
 
 
-def _am(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _am(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     if not args:
         io.err("Activity manager (activity) commands:\n  help\n      Print this help text.\n")
         return 0
@@ -213,7 +213,7 @@ def _am(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 255
 
 
-def _monkey(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _monkey(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     pkgs = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-p"]
     for a in args:
         io.out(f"  bash arg: {a}\n")

@@ -12,7 +12,7 @@ from PIL import Image
 
 from virtual_phone.apps import SETTINGS_NAMESPACES
 from virtual_phone.keys import KEYCODES
-from virtual_phone.shell import Output, Shell, command_table, exception
+from virtual_phone.program import Caller, Output, command_table, exception
 from virtual_phone.storage import PhoneError
 from virtual_phone.uiautomator import DUMP_IDLE_ERROR, DUMP_OK
 
@@ -66,7 +66,7 @@ def decode_text(text: str) -> str:
     return "".join(buff)
 
 
-def _send_text(sh: Shell, text: str, io: Output) -> bool:
+def _send_text(sh: Caller, text: str, io: Output) -> bool:
     """Types `input text` into the focused field; Enter for a newline. The virtual keyboard's key map has
     no key for other characters (non-ASCII): Android then fails on a null event array, typing nothing."""
     chars = decode_text(text)
@@ -81,7 +81,7 @@ def _send_text(sh: Shell, text: str, io: Output) -> bool:
     return True
 
 
-def _input(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _input(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     if args and args[0] in _INPUT_SOURCES:
         args = args[1:]
     if args and args[0] == "-d":
@@ -135,7 +135,7 @@ def _input(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-def _screencap(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _screencap(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     png = "-p" in args
     files = [a for a in args if not a.startswith("-")]
     if "-d" in args:
@@ -156,13 +156,13 @@ def _screencap(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-def _raw(sh: Shell) -> bytes:
+def _raw(sh: Caller) -> bytes:
     """`screencap` without -p: width, height, format (1 = RGBA_8888), colour space, then the pixels."""
     img = Image.open(io.BytesIO(sh.phone.screenshot_png())).convert("RGBA")
     return struct.pack("<4I", img.width, img.height, 1, 0) + img.tobytes()
 
 
-def _uiautomator(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _uiautomator(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     if not args or args[0] != "dump":
         io.err(
             "Usage: uiautomator <subcommand> [options]\n\nAvailable subcommands:\n\n"
@@ -192,7 +192,7 @@ def _uiautomator(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-def _settings(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _settings(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     while args[:1] == ["--user"]:
         args = args[2:]
     usage = (
@@ -236,7 +236,7 @@ def _settings(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
 RESET_MODES = ("untrusted_defaults", "untrusted_clear", "trusted_defaults")
 
 
-def _settings_reset(sh: Shell, ns: str, rest: list[str], io: Output, usage: str) -> int:
+def _settings_reset(sh: Caller, ns: str, rest: list[str], io: Output, usage: str) -> int:
     """`settings reset NAMESPACE {PACKAGE_NAME | RESET_MODE}` as SettingsService does it."""
     if not rest:
         io.err(usage)
@@ -258,7 +258,7 @@ _SVC = {
 }
 
 
-def _svc(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _svc(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     if len(args) >= 2 and args[0] in _SVC and args[1] in ("enable", "disable"):
         ns, key = _SVC[args[0]]
         sh.phone.put_setting(ns, key, "1" if args[1] == "enable" else "0")
@@ -274,7 +274,7 @@ def _svc(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-def _cmd(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _cmd(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     phone = sh.phone
     if not args:
         io.err(

@@ -1,6 +1,8 @@
-"""Each app's records: one in-memory SQLite database per app with data, built from its YAML `data:` section.
+"""Each app's records: one SQLite database file per app with data, where Android keeps it in the phone's tree
+(/data/data/PKG/databases/NAME), built from its YAML `data:` section.
 
-Reads and writes hold the phone's lock; snapshots carry every database as bytes (`Connection.serialize`).
+Reads and writes hold the phone's lock; snapshots carry every database as bytes (`Connection.serialize`). The
+shell's `sqlite3` opens the same files; `check_outside_writes` notices what it changed.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from virtual_phone.appdata_schema import IDENTIFIER, SQL_TYPES, AppData, Table, Value
 
@@ -35,11 +38,14 @@ def _no_files(action: int, *_: str | None) -> int:
     )
 
 
-def _connect(data: bytes | None = None) -> sqlite3.Connection:
-    """An in-memory database (holding `data`, a SQLite file's bytes, if given) that refuses ATTACH."""
-    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+def _connect(file: Path | None = None, data: bytes | None = None) -> sqlite3.Connection:
+    """The database in `file` (in memory without one, holding `data`, a SQLite file's bytes, if given),
+    refusing ATTACH."""
+    conn = sqlite3.connect(str(file or ":memory:"), check_same_thread=False, isolation_level=None)
     if data is not None:
         conn.deserialize(data)  # before the authorizer: deserializing is an attach inside SQLite
+    if file is not None:
+        conn.execute("PRAGMA synchronous = OFF")  # the phone's files need not survive a host crash
     conn.set_authorizer(_no_files)
     return conn
 
@@ -54,18 +60,29 @@ class AppDatabase:
     """One app's database. Every method holds `lock`; `on_change` runs after each write (re-render)."""
 
     def __init__(
-        self, package: str, spec: AppData, lock: threading.RLock, on_change: Callable[[], None]
+        self,
+        package: str,
+        spec: AppData,
+        lock: threading.RLock,
+        on_change: Callable[[], None],
+        file: Path | None = None,
     ) -> None:
         self.package = package
         self.spec = spec
         self.lock = lock
         self._on_change = on_change
+        self.file = file  # the database file on the host (None: in memory only)
         self.version = 0  # bumped on every write, so a screen knows to re-read
         self.conn = self._fresh()
+        self._outside_version = self._data_version()
 
     # ---- lifecycle ------------------------------------------------------------------------------------
     def _fresh(self) -> sqlite3.Connection:
-        conn = _connect()
+        if self.file is not None:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            for leftover in (self.file, self.file.with_name(self.file.name + "-journal")):
+                leftover.unlink(missing_ok=True)
+        conn = _connect(self.file)
         for name, table in self.spec.tables.items():
             conn.execute(_create_sql(name, table))
             for row in table.rows:
@@ -90,6 +107,7 @@ class AppDatabase:
         with self.lock:
             self.conn.close()
             self.conn = self._fresh()
+            self._outside_version = self._data_version()
             self._changed()
 
     def snapshot(self) -> bytes:
@@ -100,14 +118,35 @@ class AppDatabase:
     def restore(self, data: bytes) -> None:
         """Replaces the whole database with a snapshot's bytes (or a pushed .db file)."""
         with self.lock:
+            if self.conn.serialize() == data:
+                return  # unchanged since the snapshot (a reset after a task that left this app alone)
             try:
-                conn = _connect(data)
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                saved = _connect(data=data)
+                saved.execute("SELECT count(*) FROM sqlite_master").fetchone()
             except sqlite3.DatabaseError as e:
                 raise DataError(f"not a SQLite database: {e}") from e
-            self.conn.close()
-            self.conn = conn
+            if self.file is None:
+                self.conn.close()
+                self.conn = saved
+            else:
+                saved.backup(self.conn)  # page by page into the file: the shell's sqlite3 sees it too
+                saved.close()
+                self._outside_version = self._data_version()
             self._changed()
+
+    def _data_version(self) -> int:
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def check_outside_writes(self) -> bool:
+        """True (and screens re-read) if another program (the shell's sqlite3) changed the file since the
+        last look; SQLite's data_version moves only for other connections' commits."""
+        with self.lock:
+            version = self._data_version()
+            if version == self._outside_version:
+                return False
+            self._outside_version = version
+            self._changed()
+            return True
 
     # ---- schema -------------------------------------------------------------------------------------
     def tables(self) -> list[str]:
@@ -244,16 +283,20 @@ class AppStore:
     """
 
     def __init__(
-        self, specs: Mapping[str, AppData], lock: threading.RLock, on_change: Callable[[], None]
+        self,
+        specs: Mapping[str, AppData],
+        lock: threading.RLock,
+        on_change: Callable[[], None],
+        host_path: Callable[[str], Path | None] = lambda _path: None,
     ) -> None:
         self.lock = lock
         self._on_change = on_change
         self.version = 0  # bumped on a write to any database
-        self.databases: dict[str, AppDatabase] = {
-            pkg: AppDatabase(pkg, spec, lock, self._changed)
-            for pkg, spec in specs.items()
-            if spec.database is not None
-        }
+        self.databases: dict[str, AppDatabase] = {}
+        for pkg, spec in specs.items():
+            path = spec.db_path(pkg)
+            if path is not None:
+                self.databases[pkg] = AppDatabase(pkg, spec, lock, self._changed, host_path(path))
         self._owners = {spec.owner: pkg for pkg, spec in specs.items() if spec.owner is not None}
 
     def _changed(self) -> None:
@@ -271,7 +314,9 @@ class AppStore:
         return self.databases.get(package) or self.databases.get(self._owners.get(package, ""))
 
     def by_path(self, path: str) -> AppDatabase | None:
-        """The database whose file is at `path` on a real device (for root's sqlite3, pull and push)."""
+        """The database whose file is at `path` on a real device (for adb pull and push as root)."""
+        if path.startswith("/data/user/0/"):  # a symlink to /data/data on Android
+            path = "/data/data/" + path[len("/data/user/0/") :]
         return next((d for d in self.databases.values() if d.path == path), None)
 
     def clear(self, package: str) -> bool:
@@ -284,6 +329,10 @@ class AppStore:
                 return False
             target.clear()
             return True
+
+    def check_outside_writes(self) -> None:
+        for db in self.databases.values():
+            db.check_outside_writes()
 
     def snapshot(self) -> dict[str, bytes]:
         with self.lock:

@@ -1,4 +1,5 @@
-"""The table of every command the phone's shell runs, put together explicitly from the command modules."""
+"""The table of the phone's Android programs (the ones that ask the phone process), put together explicitly
+from the command modules."""
 
 from __future__ import annotations
 
@@ -7,24 +8,18 @@ from virtual_phone import (
     android_commands,
     content,
     dumpsys,
-    file_commands,
     package_manager,
-    posix_commands,
-    root_commands,
     system_commands,
 )
-from virtual_phone.shell import Command
+from virtual_phone.program import Command
 
 MODULES = (
-    posix_commands,
-    file_commands,
     android_commands,
     activity_manager,
     package_manager,
     dumpsys,
     system_commands,
     content,
-    root_commands,
 )
 
 

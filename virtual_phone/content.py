@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from virtual_phone import providers
 from virtual_phone.appdata_schema import Value
+from virtual_phone.program import Caller, Output, command_table
 from virtual_phone.providers import ProviderError
-from virtual_phone.shell import Output, Shell, command_table
 
 USAGE = (
     "usage: adb shell content [subcommand] [options]\n"
@@ -238,7 +238,7 @@ def format_rows(names: list[str], rows: list[tuple[Value, ...]]) -> str:
     )
 
 
-def _execute(sh: Shell, req: Request, io: Output) -> None:
+def _execute(sh: Caller, req: Request, io: Output) -> None:
     store = sh.phone.data
     assert req.uri is not None
     target = providers.resolve(req.uri)
@@ -255,7 +255,7 @@ def _execute(sh: Shell, req: Request, io: Output) -> None:
     sh.phone.prerender_soon()
 
 
-def _content(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _content(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     try:
         req = parse(args)
     except UsageError as e:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import zlib
 
-from virtual_phone.shell import Output, Shell, command_table, object_hash
+from virtual_phone.program import Caller, Output, command_table, object_hash
 from virtual_phone.views import View
 
 SERVICES = [
@@ -68,7 +68,7 @@ def _pid(package: str) -> int:
     return 2000 + zlib.crc32(package.encode()) % 8000
 
 
-def _focus(sh: Shell) -> tuple[str, str, int]:
+def _focus(sh: Caller) -> tuple[str, str, int]:
     """(long component, short component, task id) of the focused activity."""
     phone = sh.phone
     with phone.lock:
@@ -78,7 +78,7 @@ def _focus(sh: Shell) -> tuple[str, str, int]:
     return f"{app.package}/{app.activity_class(screen)}", app.short_component(screen), task
 
 
-def _window(sh: Shell, io: Output) -> None:
+def _window(sh: Caller, io: Output) -> None:
     long, short, task = _focus(sh)
     w, h = sh.phone.state.width, sh.phone.state.height
     io.out(
@@ -124,7 +124,7 @@ def view_hierarchy(root: View, activity: str, indent: str = "      ") -> str:
     return "".join(lines)
 
 
-def _activity_block(sh: Shell, package: str, top_only: bool) -> str:
+def _activity_block(sh: Caller, package: str, top_only: bool) -> str:
     """TASK line, then an ACTIVITY line per activity of the package's task (top last) and its state."""
     phone = sh.phone
     with phone.lock:
@@ -154,7 +154,7 @@ def _activity_block(sh: Shell, package: str, top_only: bool) -> str:
     return "".join(out)
 
 
-def _activity(sh: Shell, args: list[str], io: Output) -> None:
+def _activity(sh: Caller, args: list[str], io: Output) -> None:
     sub = args[0] if args else "activities"
     _, short, task = _focus(sh)
     pkg = short.split("/")[0]
@@ -176,7 +176,7 @@ def _activity(sh: Shell, args: list[str], io: Output) -> None:
         io.out("".join(_activity_block(sh, p, top_only=False) for p in running if sub in p))
 
 
-def _display(sh: Shell, io: Output) -> None:
+def _display(sh: Caller, io: Output) -> None:
     st = sh.phone.state
     w, h = st.width, st.height
     io.out(
@@ -190,7 +190,7 @@ def _display(sh: Shell, io: Output) -> None:
     )
 
 
-def _input(sh: Shell, io: Output) -> None:
+def _input(sh: Caller, io: Output) -> None:
     """InputReader's dump: one device section per input device; the touch screen's orientation line."""
     w, h = sh.phone.state.width, sh.phone.state.height
     devices = [(1, "virtio_input_multi_touch_1", "TOUCHSCREEN"), (2, "qwerty2", "KEYBOARD | DPAD")]
@@ -216,7 +216,7 @@ def _input(sh: Shell, io: Output) -> None:
     io.out("".join(out))
 
 
-def _input_method(sh: Shell, io: Output) -> None:
+def _input_method(sh: Caller, io: Output) -> None:
     shown = sh.phone.state.keyboard_shown
     io.out(
         "Current Input Method Manager state:\n  mCurMethodId=com.google.android.inputmethod.latin/"
@@ -252,7 +252,7 @@ def _options(args: list[str]) -> tuple[bool, list[str]]:
     return listing, rest
 
 
-def _dumpsys(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _dumpsys(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     listing, args = _options(args)
     if listing:
         io.out("Currently running services:\n" + "".join(f"  {s}\n" for s in SERVICES))

@@ -62,6 +62,7 @@ class VirtualDevice:
         self.adb_port = adb_port
         self.serial = f"emulator-{adb_port - 1}"
         self.phone = Phone(self.serial, size, FaultInjector(self.serial, faults, fault_log))
+        self.phone.userland()  # the shell's sandbox now: a host that cannot run it fails at start, saying why
         self.services = Services(self.phone, executor, on_drop=self.drop_transport)
         self.console = Console(self.phone, f"virtual_phone_{adb_port - 1}", on_kill=self.kill)
         self.auth = AuthPolicy() if auth else None
@@ -129,4 +130,5 @@ class VirtualDevice:
             s.close()
         for conn in list(self.connections):
             conn.abort()
+        self.phone.close()
         self.stopped.set()

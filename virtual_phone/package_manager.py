@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from virtual_phone.shell import Output, Shell, command_table, exception, object_hash
+from virtual_phone.program import Caller, Output, command_table, exception, object_hash
 
 PACKAGES_FILE = Path(__file__).parent / "data" / "packages.yaml"
 FEATURES = (
@@ -122,14 +122,14 @@ def system_packages() -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()}
 
 
-def packages(sh: Shell) -> dict[str, str]:
+def packages(sh: Caller) -> dict[str, str]:
     paths = dict(system_packages())
     for pkg in sh.phone.catalog.apps:
         paths.setdefault(pkg, f"/product/app/{pkg}/{pkg}.apk")
     return paths
 
 
-def _list_packages(sh: Shell, args: list[str], io: Output) -> int:
+def _list_packages(sh: Caller, args: list[str], io: Output) -> int:
     """`pm list packages [-f] [-3|-s] [FILTER]`: `package:NAME` (or `package:PATH=NAME`) per line."""
     flt = next((a for a in args if not a.startswith("-")), "")
     if "-3" in args:  # an emulator image has no third-party packages until the user installs some
@@ -141,7 +141,7 @@ def _list_packages(sh: Shell, args: list[str], io: Output) -> int:
     return 0
 
 
-def _list(sh: Shell, args: list[str], io: Output) -> int:
+def _list(sh: Caller, args: list[str], io: Output) -> int:
     what = args[0] if args else ""
     if what == "packages":
         return _list_packages(sh, args[1:], io)
@@ -152,7 +152,7 @@ def _list(sh: Shell, args: list[str], io: Output) -> int:
     return 255
 
 
-def _path(sh: Shell, args: list[str], io: Output) -> int:
+def _path(sh: Caller, args: list[str], io: Output) -> int:
     path = packages(sh).get(args[0]) if args else None
     if path is None:
         return 1  # Android 14 prints nothing for an unknown package and exits 1
@@ -160,7 +160,7 @@ def _path(sh: Shell, args: list[str], io: Output) -> int:
     return 0
 
 
-def _dump(sh: Shell, args: list[str], io: Output) -> int:
+def _dump(sh: Caller, args: list[str], io: Output) -> int:
     """`pm dump PKG` (minimal): the Packages section of `dumpsys package` for one package."""
     if not args:
         io.err("Error: no package specified\n")
@@ -185,7 +185,7 @@ def _dump(sh: Shell, args: list[str], io: Output) -> int:
     return 0
 
 
-def _grant(sh: Shell, verb: str, args: list[str], io: Output) -> int:
+def _grant(sh: Caller, verb: str, args: list[str], io: Output) -> int:
     """`pm grant|revoke [--user N] PACKAGE PERMISSION`."""
     while args[:1] == ["--user"]:
         args = args[2:]
@@ -215,7 +215,7 @@ def _grant(sh: Shell, verb: str, args: list[str], io: Output) -> int:
     return 0
 
 
-def _clear(sh: Shell, args: list[str], io: Output) -> int:
+def _clear(sh: Caller, args: list[str], io: Output) -> int:
     """`pm clear [--user N] PKG`: stops the app and deletes its data (its database; shared files stay)."""
     while args[:1] == ["--user"]:
         args = args[2:]
@@ -230,7 +230,7 @@ def _clear(sh: Shell, args: list[str], io: Output) -> int:
     return 0
 
 
-def _pm(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _pm(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     sub, rest = (args[0], args[1:]) if args else ("", [])
     if sub == "list":
         return _list(sh, rest, io)

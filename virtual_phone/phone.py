@@ -6,8 +6,11 @@ Thread-safe: shell commands run on worker threads; a lock guards the state, rend
 from __future__ import annotations
 
 import copy
+import os
 import threading
+import weakref
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from virtual_phone import app_modules, record_input
 from virtual_phone.appdata import AppStore
@@ -23,7 +26,11 @@ from virtual_phone.screen_check import check_screens
 from virtual_phone.shade import TILES, panel_rect, toggle
 from virtual_phone.state import Dialog, Frame, PhoneState
 from virtual_phone.storage import Storage
+from virtual_phone.tree import BOOT_MTIME_NS, PhoneTree, TreeCopy
 from virtual_phone.uiautomator import dump_xml
+
+if TYPE_CHECKING:
+    from virtual_phone.userland import Userland
 from virtual_phone.views import (
     Layout,
     Metrics,
@@ -35,7 +42,6 @@ from virtual_phone.views import (
     switch_checked,
 )
 
-SDK = 34
 LONG_PRESS_MS = 400  # ViewConfiguration's default long-press timeout
 assert app_modules  # imported for its registrations: the apps' record sources and behaviours
 
@@ -46,6 +52,7 @@ class Snapshot:
     state: dict[str, object]
     created: float
     data: dict[str, bytes] = field(default_factory=dict)  # every app's database (AppStore.snapshot)
+    files: TreeCopy = field(default_factory=TreeCopy)  # shared storage and /data/local/tmp
 
 
 class Phone:
@@ -63,10 +70,14 @@ class Phone:
         self.faults = faults or FaultInjector(serial)
         self.snapshots: dict[str, Snapshot] = {}
         self.lock = threading.RLock()
-        self.storage = Storage(lambda: self.state, self.lock, self.changed)
+        self.tree = PhoneTree()  # the phone's files on the host; removed with the phone
+        self._write_default_files()
+        self.storage = Storage(self.tree, self.lock, self.changed)
+        self._userland: Userland | None = None
+        self._finalizer = weakref.finalize(self, _end, self.tree, [None])
         self.root = False  # adbd runs as root (`adb root`); not part of snapshots, as adbd is not
         # Every app's records; the same object for the phone's lifetime (a snapshot load restores in place).
-        self.data = AppStore(self.catalog.data_specs(), self.lock, self.changed)
+        self.data = AppStore(self.catalog.data_specs(), self.lock, self.changed, self.tree.host)
         self.reads = DataContext(self.data.find, self.storage)  # what the screens of records read and write
         check_screens(self.catalog, self.reads)
         self.version = 0  # bumped on every change; keys the frame cache
@@ -77,6 +88,43 @@ class Phone:
         self._layout: tuple[int, Layout] | None = None
         self._prerender_wanted = threading.Event()
         self._prerender_thread: threading.Thread | None = None
+
+    # ---- the file tree and the shell -------------------------------------------------------------------
+    def _write_default_files(self) -> None:
+        """The apps' default files (`data.files`), with the boot time, so every fresh phone lists the same."""
+        for path, data in self.catalog.default_files().items():
+            host = self.tree.host(path)
+            assert host is not None, path
+            host.parent.mkdir(parents=True, exist_ok=True)
+            host.write_bytes(data)
+            host.chmod(0o660)
+            os.utime(host, ns=(BOOT_MTIME_NS, BOOT_MTIME_NS))
+            parent = host.parent
+            while parent != self.tree.root:
+                os.utime(parent, ns=(BOOT_MTIME_NS, BOOT_MTIME_NS))
+                parent = parent.parent
+
+    def userland(self) -> Userland:
+        """The shell's sandbox and the phone's Android programs, started on first use."""
+        with self.lock:
+            if self._userland is None:
+                from virtual_phone.userland import Userland  # imports every command module, which import us
+
+                self._userland = Userland(self)
+                self._finalizer.detach()
+                self._finalizer = weakref.finalize(self, _end, self.tree, [self._userland])
+            return self._userland
+
+    def shell_ran(self) -> None:
+        """After a shell command: if it changed what the apps can see in the files, the screen re-renders."""
+        with self.lock:
+            if self.storage.changed_since_last_look():
+                self.changed()
+            self.data.check_outside_writes()
+
+    def close(self) -> None:
+        """Ends the phone's sandbox (and every process in it) and removes its files."""
+        self._finalizer()
 
     # ---- frames -------------------------------------------------------------------------------------
     def changed(self) -> None:
@@ -104,7 +152,6 @@ class Phone:
             self.state,
             settings=copy.deepcopy(self.state.settings),
             tasks={k: list(v) for k, v in self.state.tasks.items()},
-            files={},
         )
 
     def screenshot_png(self) -> bytes:
@@ -533,7 +580,9 @@ class Phone:
     # ---- snapshots -----------------------------------------------------------------------------------
     def save_snapshot(self, name: str, now: float) -> None:
         with self.lock:
-            self.snapshots[name] = Snapshot(name, self.state.to_json(), now, self.data.snapshot())
+            self.snapshots[name] = Snapshot(
+                name, self.state.to_json(), now, self.data.snapshot(), self.tree.copy()
+            )
 
     def load_snapshot(self, name: str) -> bool:
         with self.lock:
@@ -542,9 +591,18 @@ class Phone:
                 return False
             self.state = PhoneState.from_json(copy.deepcopy(snap.state))
             self.data.restore(snap.data)
+            self.tree.restore(snap.files)
+            self.storage.changed_since_last_look()
             self.changed()
             return True
 
     def delete_snapshot(self, name: str) -> bool:
         with self.lock:
             return self.snapshots.pop(name, None) is not None
+
+
+def _end(tree: PhoneTree, userland: list[Userland | None]) -> None:
+    for u in userland:
+        if u is not None:
+            u.close()
+    tree.remove()

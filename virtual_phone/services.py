@@ -6,28 +6,23 @@ Commands run on worker threads so that one slow command never blocks the other s
 from __future__ import annotations
 
 import asyncio
+import os
 import posixpath
 import struct
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Executor
 
 from virtual_phone.appdata import AppDatabase, DataError
 from virtual_phone.commands import command_table
+from virtual_phone.interactive import interactive, v2_packet
 from virtual_phone.phone import Phone
-from virtual_phone.root_commands import db_path
-from virtual_phone.shell import Output, Shell, program_names
+from virtual_phone.program import Output
+from virtual_phone.sandbox import Run
+from virtual_phone.shell import Shell, program_names
 from virtual_phone.storage import PhoneError
 from virtual_phone.transport import Service, Stream
 
-PROMPT = b"emu64x:/ $ "
-MTIME = 1767225600  # 2026-01-01: files carry one fixed time so snapshots compare equal
-DIR_MODE = 0o040771
-FILE_MODE = 0o100660
 SYNC_DATA_MAX = 64 * 1024
-
-
-def _v2(packet_id: int, data: bytes) -> bytes:
-    return struct.pack("<BI", packet_id, len(data)) + data
 
 
 class Services:
@@ -78,8 +73,12 @@ class Services:
         await asyncio.sleep(0.05)
         self.on_drop()
 
-    async def _run(self, line: str) -> tuple[Output, int] | None:
-        """Runs one command line with the phone's faults; None if the transport was dropped instead."""
+    async def _run(
+        self, stream: Stream, line: str, one_stream: bool, v2: bool = False
+    ) -> tuple[Output, int] | None:
+        """Runs one command line with the phone's faults; None if the transport was dropped instead. If the
+        client closes the stream first (a timeout, ^C), the command and what it started are killed. Over
+        shell v2 the client's stdin packets are the command's stdin (`echo SQL | adb shell sqlite3 DB`)."""
         faults = self.phone.faults
         if faults.should_drop(line):
             self.on_drop()
@@ -87,12 +86,24 @@ class Services:
         delay = faults.latency_for(program_names(line), line)
         if delay:
             await asyncio.sleep(delay)
-        shell = Shell(self.phone, self.commands)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, shell.run, line)
+        runs: list[Run] = []
+        stdin_r, stdin_w = os.pipe() if v2 else (None, None)
+        shell = Shell(self.phone)
+        work = loop.run_in_executor(self.executor, shell.run, line, one_stream, runs.append, stdin_r)
+        watcher: asyncio.Future[object] = asyncio.ensure_future(
+            _until_closed(stream) if stdin_w is None else _relay_stdin(stream, stdin_w, self.executor)
+        )
+        waiting: list[asyncio.Future[object]] = [work, watcher]  # type: ignore[list-item]
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if watcher in done:
+            for run in runs:
+                run.kill()
+        watcher.cancel()
+        return await work
 
     async def _exec(self, stream: Stream, cmd: str) -> None:
-        result = await self._run(cmd)
+        result = await self._run(stream, cmd, one_stream=True)
         if result is None:
             return
         out, _ = result
@@ -101,9 +112,9 @@ class Services:
 
     async def _shell(self, stream: Stream, cmd: str, v2: bool, pty: bool) -> None:
         if not cmd:
-            await self._interactive(stream, v2, pty)
+            await interactive(self.phone, self.executor, stream, v2, pty)
             return
-        result = await self._run(cmd)
+        result = await self._run(stream, cmd, one_stream=not v2, v2=v2)
         if result is None:
             return
         out, rc = result
@@ -111,66 +122,11 @@ class Services:
             # A terminal has one output stream and turns \n into \r\n.
             out = Output([(1, d.replace(b"\n", b"\r\n")) for _, d in out.chunks])
         if v2:
-            packets = [_v2(fd, d) for fd, d in out.chunks if d]
-            packets.append(_v2(3, bytes([rc & 0xFF])))
+            packets = [v2_packet(fd, d) for fd, d in out.chunks if d]
+            packets.append(v2_packet(3, bytes([rc & 0xFF])))
             await stream.write(b"".join(packets))
         else:
             await stream.write(b"".join(d for _, d in out.chunks))
-
-    async def _interactive(self, stream: Stream, v2: bool, pty: bool) -> None:
-        """`adb shell` with no command, line by line; a pty echoes, prompts and ends lines with CRLF."""
-        shell = Shell(self.phone, self.commands)
-        loop = asyncio.get_running_loop()
-
-        async def emit(fd: int, data: bytes) -> None:
-            if pty:
-                data = data.replace(b"\n", b"\r\n")
-            if data:
-                await stream.write(_v2(fd if v2 else 1, data) if v2 else data)
-
-        async def finish(code: int) -> None:
-            if v2:
-                await stream.write(_v2(3, bytes([code & 0xFF])))
-
-        if pty:
-            await emit(1, PROMPT)
-        line = bytearray()
-        for data in _stdin(stream, v2):
-            chunk = await data
-            if chunk is None:  # stdin closed: the shell exits with its last status
-                await finish(shell.last_rc)
-                return
-            for byte in chunk:
-                ch = bytes([byte])
-                if ch == b"\x04" and not line:
-                    await finish(shell.last_rc)
-                    return
-                if ch in (b"\x7f", b"\x08"):
-                    if line:
-                        line.pop()
-                        if pty:
-                            await emit(1, b"\x08 \x08")
-                    continue
-                if ch not in (b"\r", b"\n"):
-                    line += ch
-                    if pty:
-                        await emit(1, ch)
-                    continue
-                if pty:
-                    await emit(1, b"\n")
-                text = line.decode("utf-8", "replace").strip()
-                line.clear()
-                words = text.split()
-                if words[:1] in (["exit"], ["logout"]):
-                    await finish(int(words[1]) if len(words) > 1 and words[1].isdigit() else shell.last_rc)
-                    return
-                if text:
-                    out, _ = await loop.run_in_executor(self.executor, shell.run, text)
-                    for fd, part in out.chunks:
-                        await emit(fd, part)
-                if pty:
-                    await emit(1, PROMPT)
-        await finish(shell.last_rc)
 
     async def _sync(self, stream: Stream, _service: str) -> None:
         reader = _Reader(stream)
@@ -205,10 +161,8 @@ class Services:
         out = bytearray()
         if storage.is_dir(arg):
             for name in [".", "..", *storage.listdir(arg)]:
-                mode, size, mtime = (
-                    self._stat(posixpath.join(arg, name))
-                    if name not in (".", "..")
-                    else (DIR_MODE, 4096, MTIME)
+                mode, size, mtime = self._stat(
+                    posixpath.join(arg, name) if name != ".." else posixpath.dirname(arg)
                 )
                 out += b"DENT" + struct.pack("<4I", mode, size, mtime, len(name.encode())) + name.encode()
         out += b"DONE" + struct.pack("<4I", 0, 0, 0, 0)
@@ -216,7 +170,7 @@ class Services:
 
     def _database(self, path: str) -> AppDatabase | None:
         """The app database whose file is at `path` when adbd runs as root (unreadable otherwise)."""
-        return self.phone.data.by_path(db_path(path)) if self.phone.root else None
+        return self.phone.data.by_path(path) if self.phone.root else None
 
     def _sync_recv(self, arg: str) -> bytes:
         """RECV: the file in DATA chunks then DONE, or FAIL. An app database comes as a SQLite file."""
@@ -264,45 +218,52 @@ class Services:
         return True
 
     def _stat(self, path: str) -> tuple[int, int, int]:
+        """Mode, size and mtime as the file in the tree has them (zeros: none the shell user may see)."""
         db = self._database(path)
-        if db is not None:
-            return FILE_MODE, len(db.snapshot()), MTIME
-        if self.phone.storage.is_dir(path):
-            return DIR_MODE, 4096, MTIME
-        data = self.phone.storage.read(path)
-        if data is None:
-            return 0, 0, 0
-        return FILE_MODE, len(data), MTIME
+        found = self.phone.storage.stat(
+            db.path if db is not None and db.path else path, as_root=db is not None
+        )
+        return found or (0, 0, 0)
 
 
-def _stdin(stream: Stream, v2: bool) -> Iterator[Awaitable[bytes | None]]:
-    """Stdin of an interactive shell as awaitables of bytes (None at EOF), unwrapping shell v2 packets."""
+async def _relay_stdin(stream: Stream, fd: int, executor: Executor) -> None:
+    """Writes the client's v2 stdin packets to `fd` (closed at close-stdin, or when this ends); returns when
+    the client closes the stream."""
+    loop = asyncio.get_running_loop()
     pending = bytearray()
-
-    async def next_chunk() -> bytes | None:
-        while True:
-            chunk = await stream.read()
-            if chunk is None:
-                return None
-            if not v2:
-                return chunk
-            pending.extend(chunk)
-            data = bytearray()
+    try:
+        while (chunk := await stream.read()) is not None:
+            pending += chunk
             while len(pending) >= 5:
-                pid, n = struct.unpack_from("<BI", pending)
+                kind, n = struct.unpack_from("<BI", pending)
                 if len(pending) < 5 + n:
                     break
-                if pid == 0:
-                    data += pending[5 : 5 + n]
-                elif pid == 4:  # close-stdin
-                    del pending[: 5 + n]
-                    return bytes(data) + b"\x04" if data else None
+                data = bytes(pending[5 : 5 + n])
                 del pending[: 5 + n]
-            if data:
-                return bytes(data)
+                if kind == 0 and fd >= 0:
+                    try:
+                        await loop.run_in_executor(executor, _write_all, fd, data)
+                    except OSError:  # the command is gone or closed its stdin: the rest goes nowhere
+                        os.close(fd)
+                        fd = -1
+                elif kind == 4 and fd >= 0:  # close-stdin
+                    os.close(fd)
+                    fd = -1
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
-    while True:
-        yield next_chunk()
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+async def _until_closed(stream: Stream) -> None:
+    """Returns when the client closes the stream (what it sends meanwhile, e.g. stdin, is dropped)."""
+    while await stream.read() is not None:
+        pass
 
 
 def _fail(msg: str) -> bytes:

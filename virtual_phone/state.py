@@ -1,39 +1,17 @@
-"""The phone's whole state: settings, the app tasks and their back stacks, dialog, keyboard, files, display.
+"""The phone's state outside its file tree: settings, the app tasks and their back stacks, dialog, keyboard,
+display.
 
 A snapshot is this state as JSON-able data; loading one replaces the state wholesale.
 """
 
 from __future__ import annotations
 
-import base64
 import copy
-import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
 from virtual_phone.apps import Catalog
 from virtual_phone.linked_settings import cascade, override
-
-SDCARD = "/sdcard"
-# Directories that exist on a fresh emulator and that files may be pushed into.
-DEFAULT_DIRS = (
-    "/",
-    "/data",
-    "/data/local",
-    "/data/local/tmp",
-    "/sdcard",
-    "/sdcard/Alarms",
-    "/sdcard/DCIM",
-    "/sdcard/Download",
-    "/sdcard/Documents",
-    "/sdcard/Movies",
-    "/sdcard/Music",
-    "/sdcard/Pictures",
-    "/storage",
-    "/storage/emulated",
-    "/system",
-    "/system/bin",
-)
 
 
 @dataclass
@@ -84,8 +62,6 @@ class PhoneState:
     dialog: Dialog | None = None
     keyboard_shown: bool = False
     shift: bool = False
-    files: dict[str, bytes] = field(default_factory=dict)
-    dirs: set[str] = field(default_factory=lambda: set(DEFAULT_DIRS))
     shade_open: bool = False  # the quick-settings shade is pulled down
     saved: dict[str, str] = field(default_factory=dict)  # values a linked setting will restore
     untrusted: set[str] = field(default_factory=set)  # "ns/key" last written from the shell
@@ -96,20 +72,11 @@ class PhoneState:
     @classmethod
     def fresh(cls, catalog: Catalog, size: tuple[int, int] = (1080, 2400)) -> PhoneState:
         home = catalog.home
-        files = catalog.default_files()
-        dirs = set(DEFAULT_DIRS)
-        for path in files:  # the folders the apps' default files are in exist too
-            parent = posixpath.dirname(path)
-            while parent not in dirs:
-                dirs.add(parent)
-                parent = posixpath.dirname(parent)
         return cls(
             settings=copy.deepcopy(catalog.defaults()),
             tasks={home.package: [Frame(home.launch_screen)]},
             width=size[0],
             height=size[1],
-            files=files,
-            dirs=dirs,
         )
 
     @property
@@ -158,8 +125,6 @@ class PhoneState:
             "dialog": None if self.dialog is None else self.dialog.to_json(),
             "keyboard_shown": self.keyboard_shown,
             "shift": self.shift,
-            "files": {p: base64.b64encode(b).decode("ascii") for p, b in self.files.items()},
-            "dirs": sorted(self.dirs),
             "shade_open": self.shade_open,
             "saved": dict(self.saved),
             "untrusted": sorted(self.untrusted),
@@ -180,8 +145,6 @@ class PhoneState:
             dialog=None if dialog is None else Dialog(**{**dialog, "values": dict(dialog.get("values", {}))}),
             keyboard_shown=data["keyboard_shown"],
             shift=data["shift"],
-            files={p: base64.b64decode(b) for p, b in data["files"].items()},
-            dirs=set(data["dirs"]),
             shade_open=data.get("shade_open", False),
             saved=dict(data.get("saved", {})),
             untrusted=set(data.get("untrusted", [])),

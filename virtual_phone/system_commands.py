@@ -5,8 +5,9 @@ Outputs follow an API 34 emulator; activity names come from the apps' data.
 
 from __future__ import annotations
 
-from virtual_phone.phone import SDK
-from virtual_phone.shell import Output, Shell, command_table
+from virtual_phone.program import Caller, Output, command_table
+
+SDK = 34  # Android 14
 
 PROPS = {
     "dev.bootcomplete": "1",
@@ -56,7 +57,7 @@ PROPS = {
 }
 
 
-def _wm(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _wm(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     phone = sh.phone
     sub = args[0] if args else ""
     if sub == "size":
@@ -96,7 +97,7 @@ def _wm(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 255
 
 
-def _getprop(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _getprop(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     if not args:
         io.out("".join(f"[{k}]: [{v}]\n" for k, v in sorted(PROPS.items())))
         return 0
@@ -104,7 +105,7 @@ def _getprop(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-def _quiet(sh: Shell, args: list[str], stdin: bytes, io: Output) -> int:
+def _quiet(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 

@@ -7,7 +7,6 @@ import shlex
 
 from _phones import Node, parse_dump
 
-from virtual_phone.commands import command_table
 from virtual_phone.phone import Phone
 from virtual_phone.shell import Shell
 
@@ -19,7 +18,7 @@ class Driver:
         self.phone = phone or Phone("emulator-5554")
 
     def sh(self, line: str) -> str:
-        out, rc = Shell(self.phone, command_table()).run(line)
+        out, rc = Shell(self.phone).run(line)
         assert rc == 0, (line, out.stderr().decode())
         return out.stdout().decode()
 

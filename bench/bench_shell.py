@@ -1,0 +1,110 @@
+"""Benchmark: this phone against another version of it (a source tree given with --old), interleaved.
+
+Per round, on each phone in turn (ABBA order): `adb shell true` through the real adb server (shell protocol
+v2, as the adb client sends it), one observation as bench_observation.py takes it, and a reset: the
+console's `avd snapshot load default_boot` after the round changed a file and a setting (its round trip on
+the console socket, as `adb emu` sends it). Prints p50/p95 per phone and measure.
+
+    git archive main virtual_phone | tar -x -C /tmp/old && python bench/bench_shell.py --old /tmp/old
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import adbutils
+from bench_observation import observe
+
+from virtual_phone import start_fleet
+from virtual_phone.fleet import Fleet
+
+
+def console(port: int) -> Callable[[str], str]:
+    """A console session on `port` (authenticated with the emulator's token): command → its answer."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    f = sock.makefile("rwb")
+
+    def read_answer() -> str:
+        lines = []
+        while True:
+            line = f.readline().decode()
+            lines.append(line)
+            if line.startswith(("OK", "KO")):
+                return "".join(lines)
+
+    def ask(command: str) -> str:
+        f.write(command.encode() + b"\n")
+        f.flush()
+        return read_answer()
+
+    read_answer()  # the banner
+    token = (Path.home() / ".emulator_console_auth_token").read_text().strip()
+    ask(f"auth {token}")
+    return ask
+
+
+def summary(times: list[float]) -> str:
+    q = statistics.quantiles(times, n=20)
+    return f"p50 {statistics.median(times):.2f} ms, p95 {q[18]:.2f} ms"
+
+
+def start(base_port: int, source: str | None) -> Fleet:
+    """A one-phone fleet whose child process imports virtual_phone from `source` (None: this tree)."""
+    saved = os.environ.get("PYTHONPATH")
+    if source is not None:
+        os.environ["PYTHONPATH"] = source
+    try:
+        return start_fleet(count=1, base_port=base_port)
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--old", required=True, help="a source tree holding the other virtual_phone package")
+    ap.add_argument("-n", type=int, default=40)
+    ap.add_argument("--base-port", type=int, default=5740)
+    args = ap.parse_args()
+    fleets = {"old": start(args.base_port, args.old), "new": start(args.base_port + 2, None)}
+    try:
+        devices = {k: adbutils.AdbClient().device(f.serials[0]) for k, f in fleets.items()}
+        consoles = {k: console(f.adb_ports[0] - 1) for k, f in fleets.items()}
+        times: dict[str, dict[str, list[float]]] = {k: {"shell": [], "obs": [], "reset": []} for k in fleets}
+        for dev in devices.values():
+            for _ in range(3):  # warm: the first calls start the sandbox, fill caches
+                dev.shell2("true", v2=True)
+                observe(dev)
+        for i in range(args.n):
+            for name in ("old", "new") if i % 2 == 0 else ("new", "old"):
+                dev, ask = devices[name], consoles[name]
+                t = time.perf_counter()
+                assert dev.shell2("true", v2=True).returncode == 0
+                times[name]["shell"].append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                png, xml = observe(dev)
+                times[name]["obs"].append((time.perf_counter() - t) * 1000)
+                assert png[:8] == b"\x89PNG\r\n\x1a\n" and xml.startswith("<?xml")
+                dev.shell(f"echo {i} > /sdcard/Download/round.txt; settings put global wifi_on {i % 2}")
+                t = time.perf_counter()
+                answer = ask("avd snapshot load default_boot")
+                times[name]["reset"].append((time.perf_counter() - t) * 1000)
+                assert answer.startswith("OK"), answer
+        for name, measures in times.items():
+            for measure, ts in measures.items():
+                print(f"{name:3} {measure:5} n={args.n}: {summary(ts)}")
+    finally:
+        for f in fleets.values():
+            f.stop()
+
+
+if __name__ == "__main__":
+    main()

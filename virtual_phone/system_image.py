@@ -1,0 +1,120 @@
+"""The phone's /system: Android's shell and toybox applets in /system/bin, the phone's own Android programs
+(links to one small client, android_command.c, built once per host), `su`, `sqlite3`, and /system/etc.
+
+/system/bin/sh is mksh, as on Android; every toybox applet Android would run from toybox is a link to it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from virtual_phone.errors import PhoneStartError
+
+CLIENT = "android_command"
+# Applets this toybox has that Android's /system/bin does not run from toybox: the shell (mksh is), and `su`
+# (a userdebug image's own, below).
+NOT_FROM_TOYBOX = {"sh", "toysh", "su", "help"}
+# `su [WHO [COMMAND [ARG...]]]` of a userdebug image. The Android programs ask the phone as the user it names.
+SU = """#!/system/bin/sh
+case "${1-root}" in
+0|root) export VIRTUAL_PHONE_UID=0 USER=root ;;
+2000|shell) export VIRTUAL_PHONE_UID=2000 USER=shell ;;
+*) echo "su: unknown user $1" >&2; exit 1 ;;
+esac
+[ $# -gt 1 ] || exec /system/bin/sh
+shift
+exec "$@"
+"""
+# sqlite3 of a userdebug image: the SQLite CLI, which opens an app's database (its folder is the app's) only
+# for root (`su 0`, or after `adb root`).
+SQLITE3 = """#!/system/bin/sh
+db= skip=
+for a in "$@"; do
+  if [ -n "$skip" ]; then skip=; continue; fi
+  case $a in
+  -separator|-newline|-nullvalue|-cmd|-init|-vfs|-mmap|-maxsize|-lookaside|-pagecache|-heap) skip=1 ;;
+  -*) ;;
+  *) db=$a; break ;;
+  esac
+done
+case $db in /*) ;; ?*) db=$PWD/$db ;; esac
+case $db in
+/data/data/*|/data/user/*|/data/user_de/*)
+  if [ "$VIRTUAL_PHONE_UID" != 0 ]; then
+    echo "Error: unable to open database \\"$a\\": unable to open database file" >&2
+    exit 1
+  fi ;;
+esac
+exec {sqlite3} "$@"
+"""
+# Toybox programs that read the clock run under libfaketime, which starts them at the phone's time.
+CLOCK_PROGRAMS = ("date", "find")
+CLOCK_WRAPPER = """#!/system/bin/sh
+LD_PRELOAD={lib} FAKETIME='{time}' FAKETIME_DONT_FAKE_MONOTONIC=1 exec /system/bin/toybox {name} "$@"
+"""
+# Interactive shells print Android's prompt: `emu64x:/ $ ` (`#` for root).
+MKSHRC = """if [ "${USER}" = root ]; then PS1_END='# '; else PS1_END='$ '; fi
+PS1='${HOSTNAME:-localhost}:${PWD:-?} '"$PS1_END"
+"""
+# Android's users and groups (bionic's android_ids), so `ls -l` and `id` name them as a device does.
+USERS = {"root": 0, "system": 1000, "shell": 2000, "media_rw": 1023, "sdcard_rw": 1015, "nobody": 9999}
+PASSWD = "".join(f"{n}:x:{u}:{u}::/:/system/bin/sh\n" for n, u in USERS.items())
+GROUP = "".join(f"{n}:x:{u}:\n" for n, u in USERS.items())
+
+
+@functools.cache
+def toybox_applets(toybox: str) -> tuple[str, ...]:
+    return tuple(subprocess.run([toybox], capture_output=True, text=True, check=True).stdout.split())
+
+
+def build_client(cc: str) -> Path:
+    """The compiled client, cached under the user's cache folder by its source's hash."""
+    source = Path(__file__).with_name(f"{CLIENT}.c")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "virtual-phone"
+    binary = cache / f"{CLIENT}-{digest}"
+    if binary.exists():
+        return binary
+    cache.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache, prefix=f".{CLIENT}-")
+    os.close(fd)
+    build = subprocess.run([cc, "-O2", "-o", tmp, str(source)], capture_output=True, text=True)
+    if build.returncode != 0:
+        os.unlink(tmp)
+        raise PhoneStartError(f"could not build the phone's {CLIENT} with {cc}: {build.stderr.strip()}")
+    os.replace(tmp, binary)  # atomic: phones starting together do not see a half-written file
+    return binary
+
+
+def install(system: Path, tools: dict[str, str], android_programs: Iterable[str], phone_time: str) -> None:
+    """Fills `system` (the tree's /system) with the programs and files above."""
+    bin_dir, etc = system / "bin", system / "etc"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    etc.mkdir(parents=True, exist_ok=True)
+    client = bin_dir / CLIENT
+    client.write_bytes(build_client(tools["cc"]).read_bytes())
+    client.chmod(0o755)
+    links = {"sh": tools["mksh"], "toybox": tools["toybox"]}
+    programs = set(android_programs)
+    for applet in toybox_applets(tools["toybox"]):
+        if applet not in NOT_FROM_TOYBOX and applet not in programs:
+            links[applet] = "toybox"
+    links |= {name: CLIENT for name in programs}
+    for name, target in links.items():
+        (bin_dir / name).symlink_to(target)
+    for name, text in {"su": SU, "sqlite3": SQLITE3.format(sqlite3=tools["sqlite3"])}.items() | {
+        name: CLOCK_WRAPPER.format(lib=tools["libfaketime"], time=phone_time, name=name)
+        for name in CLOCK_PROGRAMS
+    }.items():
+        (bin_dir / name).unlink(missing_ok=True)
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    (etc / "mkshrc").write_text(MKSHRC)
+    (etc / "passwd").write_text(PASSWD)
+    (etc / "group").write_text(GROUP)

@@ -1,0 +1,116 @@
+"""Runs inside the phone's sandbox for the phone's lifetime and starts its shell processes on request.
+
+One bubblewrap per phone instead of one per command: bwrap's namespaces cost milliseconds to set up, a
+spawn from here costs well under one. This file runs as its own program on the host's Python standard
+library only (no virtual_phone inside the sandbox). Protocol on the fd its one argument names, a
+SOCK_SEQPACKET socket to the phone:
+- request  `run ID\\0ARG\\0ARG...` with 4 fds (stdin, stdout, stderr, status) → the process starts in its own
+  session; when it ends, its status (as a shell prints `$?`: 128+N for signal N; 127 if it could not start)
+  is written to the status fd, which is then closed;
+- request  `tty ID\\0ARG...`: the same, fd 0 a terminal that becomes the process's controlling tty;
+- request  `kill ID` → SIGKILL to that process's group.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import fcntl
+import os
+import select
+import signal
+import socket
+import sys
+import termios
+
+
+def _status(wait_status: int) -> int:
+    return 128 + os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else os.WEXITSTATUS(wait_status)
+
+
+def _report(status_fd: int, status: int) -> None:
+    with contextlib.suppress(OSError):  # nobody waits for it any more
+        os.write(status_fd, str(status).encode())
+    os.close(status_fd)
+
+
+def _spawn_on_terminal(argv: list[str], env: dict[str, str], stdio: list[int]) -> int:
+    """fork + exec, as posix_spawn cannot take a controlling tty (TIOCSCTTY after setsid)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            for n, fd in enumerate(stdio):
+                os.dup2(fd, n)
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    return pid
+
+
+def _recv(sock: socket.socket) -> tuple[bytes, list[int]]:
+    fds = array.array("i")
+    msg, anc, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(4 * fds.itemsize))
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return msg, list(fds)
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    sock.set_inheritable(False)  # the shells it starts must not talk to the phone in its name
+    env = dict(os.environ)
+    running: dict[int, tuple[str, int]] = {}  # pid → (request id, status fd)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    os.chdir("/")
+    os.umask(0o007)  # shared storage shows files rw-rw---- and folders rwxrwx--- as Android's FUSE does
+    while True:
+        ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
+        if wake_r in ready:
+            os.read(wake_r, 512)
+            while running:
+                pid, wait_status = os.waitpid(-1, os.WNOHANG)
+                if pid == 0:
+                    break
+                entry = running.pop(pid, None)
+                if entry is not None:
+                    _report(entry[1], _status(wait_status))
+        if sock.fileno() not in ready:
+            continue
+        msg, fds = _recv(sock)
+        if not msg:
+            return  # the phone went away: as the namespace's init, leaving ends every process in it
+        kind, _, rest = msg.partition(b" ")
+        if kind in (b"run", b"tty"):
+            ident, *argv = rest.decode("utf-8", "surrogateescape").split("\0")
+            *stdio, status_fd = fds
+            try:
+                if kind == b"tty":
+                    pid = _spawn_on_terminal(argv, env, stdio)
+                else:
+                    actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
+                    pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+                running[pid] = (ident, status_fd)
+            except OSError as e:
+                os.write(stdio[2], f"{argv[0]}: {e.strerror}\n".encode())
+                _report(status_fd, 127)
+            finally:
+                for fd in stdio:
+                    os.close(fd)
+        elif kind == b"kill":
+            for pid, (ident, _) in running.items():
+                if ident == rest.decode():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(pid, signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit(0)
