@@ -412,6 +412,7 @@ def _session(
                 console.print,
                 manifests=manifests,
                 early=spec.early_engine_start,
+                slots=len(devices) if devices is not None else spec.device_count,
             )
         )
         with GridProgress(console, builds.names, bars=bars) as progress:

@@ -27,7 +27,7 @@ from agent_eval.builds.launcher import serve
 from agent_eval.builds.prepare import read_prepared, verify
 from agent_eval.builds.spec import parse_builds, repo_root
 from agent_eval.errors import BuildError
-from agent_eval.fidelity.run import assemble, probe_build
+from agent_eval.fidelity.run import TEACHER_FORCING, assemble, probe_build
 from agent_eval.fidelity.steps import StepsFrom, load_source_steps
 from agent_eval.records import StepRecord
 
@@ -223,7 +223,7 @@ def test_fidelity_on_gguf_builds_gives_a_finite_kl(prepared: BuildSet, tmp_path:
     assert steps
     spans: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
     for name in ("tiny-bf16", "tiny-q4_k_m"):
-        with serve(prepared.get(name), tmp_path / "engines") as served:
+        with serve(prepared.get(name), tmp_path / "engines", serving=TEACHER_FORCING) as served:
             probe_build(tmp_path, name, served.endpoint, steps, spans, top_k=5)
     result = assemble(
         tmp_path, "tiny-bf16", ["tiny-bf16", "tiny-q4_k_m"], steps_from=StepsFrom.REFERENCE, skipped={},
