@@ -2,15 +2,17 @@
 prefill tok/s, peak and settled memory.
 
 Usage: .venv/bin/python bench/bench_engines.py [builds/default.yaml] [--build NAME ...] [--repeats 3]
-    [--phones 1 --phones 4] [--llamacpp-python]
-The step is one action request as the agent sends it: a recorded agent prompt (tests/data's demonstration
-prompts), the action schema as structured output, the build's own sampling and a seed per request. With N
-phones, N threads each send `repeats` steps back to back (each prompt made unique after the system prompt,
-so no engine answers from a cached whole prompt); the step time is the median request's.
+    [--phones 1 --phones 4] [--llamacpp-python] [--no-prompt-cache] [--rounds 2] [--no-speeds]
+The step is one action request as the agent sends it: a recorded agent prompt (the `compact-noted` prompts
+shipped with the adapter, which the tuned builds are sent), the action schema as structured output, the
+build's own sampling and a seed per request. With N phones, N threads each send `repeats` steps back to back
+(each prompt made unique after the system prompt, so no engine answers from a cached whole prompt); the step
+time is the median request's.
 Across engines: builds/ladder.yaml --build bf16 --build w8a8 --build gguf-q8_0 --build gguf-q4_k_m.
 A llama.cpp build is served by llama-server with a slot per phone (the most phones asked for); with
---llamacpp-python it is also served by llama-cpp-python's server (one request at a time: the server
-episodes were played on before llama-server, and the one teacher forcing still uses).
+--no-prompt-cache also with its prompt cache off; with --llamacpp-python also by llama-cpp-python's server
+(one request at a time: the server episodes were played on before llama-server, and the one teacher forcing
+still uses). --rounds measures every build that many times, interleaved.
 Serves each build in turn through `serve()` (one engine at a time), prints the table and writes JSON to
 runs/bench-engines-<time>/ beside the engine logs. First checks the machine is quiet and says so.
 """
@@ -98,9 +100,12 @@ def prefill_tok_s(endpoint: Endpoint, words: int, repeats: int) -> tuple[float |
     return (round(statistics.median(rates), 1) if rates else None), (sizes[0] if sizes else 0)
 
 
-def agent_prompts(limit: int) -> list[list[dict[str, str]]]:
+PROMPTS = REPO / "adapters" / "smollm2-135m-agent" / "calibration.jsonl"  # compact-noted: the tuned builds'
+
+
+def agent_prompts(limit: int, path: Path = PROMPTS) -> list[list[dict[str, str]]]:
     """Recorded agent prompts (system + screen), their answers dropped."""
-    lines = (REPO / "tests" / "data" / "ladder_calibration.jsonl").read_text().splitlines()
+    lines = path.read_text().splitlines()
     chats = [json.loads(line)["messages"] for line in lines if line.strip()]
     return [[m for m in chat if m["role"] != "assistant"] for chat in chats][:limit]
 
@@ -149,12 +154,19 @@ def step_s(endpoint: Endpoint, repeats: int, phones: int = 1) -> tuple[float | N
     return round(statistics.median(times), 3), int(statistics.median(tokens))
 
 
-def servings(build: Build, phones: list[int], llamacpp_python: bool) -> list[tuple[str, Serving]]:
+NO_PROMPT_CACHE = "llama-server, no prompt cache"
+
+
+def servings(
+    build: Build, phones: list[int], llamacpp_python: bool, no_prompt_cache: bool
+) -> list[tuple[str, Serving]]:
     """(server label, how to serve it) for each server a build is measured on."""
     slots = Serving(slots=max(phones))
     if build.engine != "llama.cpp":
         return [(build.engine, slots)]
     both = [("llama-server", slots)]
+    if no_prompt_cache:
+        both.append((NO_PROMPT_CACHE, slots))
     if llamacpp_python:
         # The kind serves a build that will teacher-force on llama-cpp-python's server.
         both.append(("llama-cpp-python", Serving(slots=1, teacher_forcing=True)))
@@ -166,12 +178,17 @@ def measure(
 ) -> dict[str, Any]:
     """One server of one build: its step time at each phone count, its speeds and memory."""
     with serve(build, run_dir, serving=serving) as served:
-        steps = {n: step_s(served.endpoint, args.repeats, n) for n in phones}
+        endpoint = served.endpoint
+        if label == NO_PROMPT_CACHE:  # every prompt prefilled whole, not from the start its slot kept
+            endpoint = dataclasses.replace(
+                endpoint, extra_body=(*endpoint.extra_body, ("cache_prompt", False))
+            )
+        steps = {n: step_s(endpoint, args.repeats, n) for n in phones}
         decode = prefill = None
         prompt_tokens = 0
         if not args.no_speeds:
-            decode = decode_tok_s(served.endpoint, args.decode_tokens, args.repeats)
-            prefill, prompt_tokens = prefill_tok_s(served.endpoint, args.prefill_words, args.repeats)
+            decode = decode_tok_s(endpoint, args.decode_tokens, args.repeats)
+            prefill, prompt_tokens = prefill_tok_s(endpoint, args.prefill_words, args.repeats)
         record = served.write_record()
     step = {n: s for n, (s, _) in steps.items()}
     alone, most = step.get(1), step[phones[-1]]
@@ -215,6 +232,11 @@ def main() -> None:
     )
     parser.add_argument("--no-speeds", action="store_true", help="Steps only: no decode and prefill tok/s.")
     parser.add_argument(
+        "--no-prompt-cache",
+        action="store_true",
+        help="Also measure llama-server with its prompt cache off (no slot reuses its last prompt's start).",
+    )
+    parser.add_argument(
         "--rounds", type=int, default=1, help="Measure every build this many times, interleaved."
     )
     parser.add_argument("--decode-tokens", type=int, default=128)
@@ -245,7 +267,7 @@ def main() -> None:
                     print(f"{name}: skipped ({reason})", flush=True)
                     rows.append({"build": name, "skipped": reason})
                 continue
-            for label, serving in servings(build, phones, args.llamacpp_python):
+            for label, serving in servings(build, phones, args.llamacpp_python, args.no_prompt_cache):
                 print(f"{name}: starting {label} (round {round_no}) …", flush=True)
                 rows.append(
                     measure(build, label, serving, run_dir / label, phones, args) | {"round": round_no}

@@ -227,7 +227,8 @@ def _prepare(builds: BuildSet, only: list[str] | None, force: bool, say: Say) ->
             say(f"{build.name}: {build.engine} build, nothing to prepare")
             continue
         reason = host.unavailable_reason(build)
-        if reason and not build.kind.prepares_without_engine:
+        # An optional build this host skips is not made here either (its tools may be missing too).
+        if reason and (build.optional or not build.kind.prepares_without_engine):
             say(f"{build.name}: SKIPPED, not servable on this host: {reason}")
             continue
         if build.prepare is None:

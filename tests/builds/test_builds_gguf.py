@@ -5,6 +5,7 @@ and fidelity's teacher forcing on them giving a finite KL."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -183,7 +184,14 @@ def test_both_types_are_served_with_the_action_schema(prepared: BuildSet, run_di
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "Goal: open Wi-Fi"}]
     with serve(prepared.get(name), run_dir) as served:
         assert served.manifest.engine == "llama.cpp" and served.manifest.rung is not None
-        with ChatClient(served.endpoint) as client:
+        # Random weights give near-flat distributions: a prompt the slot has cached gets its last position's
+        # logits from a batch of one instead of the prompt's batch, and the last bits that differ flip a draw.
+        # Computed alike (no prompt cache), a seed draws the same answer. (The real model's peaked
+        # distributions keep the same seed's answer with the cache: test_builds_llama_server_engine.py.)
+        alike = dataclasses.replace(
+            served.endpoint, extra_body=(*served.endpoint.extra_body, ("cache_prompt", False))
+        )
+        with ChatClient(alike) as client:
             answers = [client.chat(messages, json_schema=action_schema(), seed=s) for s in (1, 1, 2)]
             usage = client.usage()
         record = served.record(usage)
