@@ -52,9 +52,9 @@ def check_architecture(info: GgufInfo, path: Path) -> None:
         raise BuildError(f"{path}: the GGUF names no architecture (general.architecture); prepare it again")
     if arch not in known:
         raise BuildError(
-            f"{path}: model architecture {arch!r} is not one this llama.cpp loads "
-            f"({len(known)} known, e.g. llama, qwen2, gemma3); convert a model llama.cpp supports, "
-            "or update llama.cpp in scripts/build_llamacpp.sh"
+            f"{path}: model architecture {arch!r} is not one this llama.cpp loads (the {len(known)} it does "
+            f"are listed in {architectures_file()}); convert a model of one of those, or update llama.cpp "
+            "in scripts/build_llamacpp.sh"
         )
 
 
