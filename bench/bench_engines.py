@@ -203,6 +203,8 @@ def measure(
         "startup_s": record.startup_s,
         "step_s": step,
         "slowdown": round(most / alone, 2) if alone and most else None,
+        # Steps answered per second with n phones asking (each phone waits for its answer before the next).
+        "steps_per_s": {n: round(n / s, 2) for n, s in step.items() if s},
         "step_prompt_tokens": steps[phones[0]][1],
         "decode_tok_s": decode,
         "prefill_tok_s": prefill,
@@ -276,7 +278,8 @@ def main() -> None:
 
     header: tuple[str, ...] = ("build", "server", "round", "start s")
     header += tuple(f"step s, {n} phone{'s' if n > 1 else ''}" for n in phones)
-    header += (f"× alone at {phones[-1]}", "decode tok/s", "prefill tok/s", "peak MB", "settled MB", "load")
+    header += (f"× alone at {phones[-1]}", f"steps/s at {phones[-1]}")
+    header += ("decode tok/s", "prefill tok/s", "peak MB", "settled MB", "load")
     print("\n" + " | ".join(header))
     print(" | ".join("---" for _ in header))
     for row in rows:
@@ -284,7 +287,10 @@ def main() -> None:
             print(f"{row['build']} | skipped: {row['skipped'][:70]}")
             continue
         cells = [row[k] for k in ("build", "server", "round", "startup_s")]
-        cells += [row["step_s"].get(n) for n in phones] + [row["slowdown"]]
+        cells += [row["step_s"].get(n) for n in phones] + [
+            row["slowdown"],
+            row["steps_per_s"].get(phones[-1]),
+        ]
         cells += [
             row[k] for k in ("decode_tok_s", "prefill_tok_s", "peak_rss_mb", "settled_rss_mb", "load_after")
         ]
