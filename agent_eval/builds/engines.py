@@ -271,7 +271,9 @@ class LlamaCpp:
         raise AssertionError(f"{build.name}: llama.cpp builds are started, not connected to")
 
     def manifest_mode(self, build: Build) -> str | None:
-        return "llama-server"  # episodes are played there (teacher forcing aside), not on llama-cpp-python
+        # Which server played is in the engine record's command: llama-server, or llama-cpp-python's
+        # server in a grid whose fidelity probes the engines its episodes use.
+        return None
 
 
 class EndpointKind:

@@ -76,7 +76,8 @@ class Engines:
     the next phase's top-up reuses it instead of starting it again (~40-70 s on 2 cores). With `early`,
     `start_early(build)` starts the next block's engine while the current block's last cells play, when
     memory leaves room (grid/prestart.py); `serving()` takes it over. `close()` stops what is left.
-    `slots`: requests each engine is started to answer at once (the grid's phones).
+    `slots`: requests each engine is started to answer at once (the grid's phones); `teacher_forcing`: the
+    engines must also score given answers (a grid with fidelity probes them).
     """
 
     def __init__(
@@ -91,6 +92,7 @@ class Engines:
         early: bool = False,
         available: Callable[[], float] = available_gib,
         slots: int = 1,
+        teacher_forcing: bool = False,
     ) -> None:
         self.run_dir = run_dir
         self.base_port = base_port
@@ -99,7 +101,7 @@ class Engines:
         self.reserve_gib = reserve_gib
         self.early = early
         self.available = available  # MemAvailable in GiB (a fake in tests)
-        self.slots = slots
+        self.started_for = Serving(slots=slots, teacher_forcing=teacher_forcing)
         # Made once per run (host checked, weights hashed); each serving reuses them.
         self.manifests = {m.name: m for m in manifests}
         self.usage: dict[str, Usage] = {}
@@ -142,7 +144,7 @@ class Engines:
                     port=port,
                     manifest=manifest,
                     on_created=on_created,
-                    serving=Serving(slots=self.slots),
+                    serving=self.started_for,
                 )
             )
             client = stack.enter_context(ChatClient(served.endpoint))
