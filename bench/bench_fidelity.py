@@ -30,7 +30,7 @@ from agent_eval.builds.spec import Build
 from agent_eval.fidelity.mask import SchemaMask
 from agent_eval.fidelity.probe import BuildProber, Span, StepProbe
 from agent_eval.fidelity.result import step_kls
-from agent_eval.fidelity.run import schema_mask
+from agent_eval.fidelity.run import TEACHER_FORCING, schema_mask
 from agent_eval.fidelity.steps import SourceStep, load_source_steps
 
 
@@ -122,7 +122,7 @@ def main() -> None:
     eager_forced: list[StepProbe] = []
     for name in args.builds.split(","):
         build = builds.get(name)
-        with serve(build, bench_dir) as served:
+        with serve(build, bench_dir, serving=TEACHER_FORCING) as served:
             if not spans:
                 started = time.perf_counter()
                 prober = BuildProber(name, served.endpoint, workers=args.workers)
@@ -149,7 +149,7 @@ def main() -> None:
                 "engine_args": builds.reference.engine_args.model_copy(update={"enforce_eager": False}),
             }
         )
-        with serve(compiled, bench_dir) as served:
+        with serve(compiled, bench_dir, serving=TEACHER_FORCING) as served:
             prober = BuildProber(
                 compiled.name, served.endpoint, workers=args.workers, mask=mask, decode=False
             )

@@ -20,7 +20,7 @@ from agent_eval.agent.policy import PastStep
 from agent_eval.agent.prompt import SYSTEM_PROMPT, ChatFormat, action_schema, build_prompt
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.engines import Launch
-from agent_eval.builds.kinds import engine_kind, register_engine_kind
+from agent_eval.builds.kinds import Serving, engine_kind, register_engine_kind
 from agent_eval.builds.spec import Build
 from agent_eval.device import Device, DeviceRequest, EpisodeDevice, register_device_backend
 from agent_eval.grid import GridResult, GridSpec, run_grid
@@ -100,7 +100,7 @@ class ScriptedServer:
     def missing_software(self) -> str | None:
         return None
 
-    def launch(self, build: Build, weights: Path, port: int) -> Launch:
+    def launch(self, build: Build, weights: Path, port: int, serving: Serving) -> Launch:
         command = [sys.executable, str(TESTS / "_scripted_server.py"), str(port), build.served_name]
         endpoint = Endpoint(base_url=f"http://127.0.0.1:{port}/v1", model=build.served_name)
         return Launch(command, {"PYTHONPATH": str(TESTS)}, "/v1/models", endpoint)

@@ -1,6 +1,7 @@
 """How each engine is started for a build: the server command, its environment, readiness path and endpoint.
 
-vLLM CPU and llama-cpp-python's server; `endpoint` builds start nothing and are only connected to.
+vLLM CPU; llama.cpp's llama-server (play) and llama-cpp-python's server (teacher forcing); `endpoint` builds
+start nothing and are only connected to.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Any
 
 from agent_eval.builds import host
 from agent_eval.builds.endpoint import Endpoint
-from agent_eval.builds.kinds import EngineKind, register_engine_kind
+from agent_eval.builds.kinds import EngineKind, Serving, register_engine_kind
+from agent_eval.builds.llama_server import missing_server, server_args
 from agent_eval.builds.spec import VLLM_REJECTS, VLLM_SCHEMES, Build
 
 # Request fields llama.cpp's server needs on every request to sample like vLLM (docs/builds.md).
@@ -116,7 +118,39 @@ def vllm_launch(build: Build, model_dir: Path, port: int) -> Launch:
     return Launch(command, env, "/health", endpoint, pinning, unset=("VLLM_CPU_KVCACHE_SPACE",))
 
 
-def llamacpp_launch(build: Build, gguf: Path, port: int) -> Launch:
+def llama_server_launch(build: Build, gguf: Path, port: int, slots: int) -> Launch:
+    """llama.cpp's llama-server: `slots` requests at once with continuous batching, the action schema as
+    each request's grammar (OpenAI's json_schema form), a seed per request."""
+    args = build.engine_args
+    prefix, pinning = host.pinning_prefix(build.name, build.pinning)
+    threads = args.n_threads or len(build.pinning.cpu_ids())
+    command = [
+        *prefix,
+        *server_args(
+            gguf=gguf,
+            alias=build.served_name,
+            host=host.bind_address(),
+            port=port,
+            threads=threads,
+            context=args.n_ctx or args.max_model_len,
+            slots=slots,
+        ),
+        *args.extra_args,
+    ]
+    pinning["n_threads"] = threads
+    endpoint = _endpoint(
+        build,
+        f"http://{host.bind_address()}:{port}/v1",
+        structured_output=True,
+        extra_body=LLAMACPP_OVERRIDES,
+    )
+    # LLAMA_ARG_* variables would change the server's options behind the command's back.
+    unset = tuple(k for k in os.environ if k.startswith("LLAMA_ARG_"))
+    return Launch(command, {}, "/health", endpoint, pinning, unset=unset)
+
+
+def llamacpp_python_launch(build: Build, gguf: Path, port: int) -> Launch:
+    """llama-cpp-python's server with the requests teacher forcing needs (one request at a time)."""
     args = build.engine_args
     prefix, pinning = host.pinning_prefix(build.name, build.pinning)
     threads = args.n_threads or len(build.pinning.cpu_ids())
@@ -195,8 +229,8 @@ class VllmCpu:
             return None
         return "vllm-cpu is not installed in this environment (run scripts/setup.sh)"
 
-    def launch(self, build: Build, weights: Path, port: int) -> Launch:
-        return vllm_launch(build, weights, port)
+    def launch(self, build: Build, weights: Path, port: int, serving: Serving) -> Launch:
+        return vllm_launch(build, weights, port)  # it batches whatever arrives; one server does both jobs
 
     def connect(self, build: Build) -> Endpoint:
         raise AssertionError(f"{build.name}: vllm-cpu builds are started, not connected to")
@@ -206,12 +240,16 @@ class VllmCpu:
 
 
 class LlamaCpp:
-    """llama-cpp-python's server on a GGUF file."""
+    """A GGUF file on llama.cpp: llama-server for episodes, llama-cpp-python's server for teacher forcing.
+
+    llama-server has no prompt log-probabilities (its completions refuse `echo`), so fidelity's requests go to
+    the llama-cpp-python server (builds/llamacpp_server.py), built from the same llama.cpp source.
+    """
 
     name = "llama.cpp"
     starts_server = True
     prepares_without_engine = True  # llama.cpp's converter and quantizer need no server
-    teacher_forcing = True  # llamacpp_server answers vLLM's /tokenize and prompt_logprobs
+    teacher_forcing = True  # its teacher-forcing server answers vLLM's /tokenize and prompt_logprobs
     keeps_draw_under_mask = False  # llama.cpp's sampler draws by inverse CDF: a mask moves the draw
     images = False  # llama-cpp-python reads images only with a vision projector's chat handler: none is given
 
@@ -222,20 +260,23 @@ class LlamaCpp:
             )
 
     def missing_software(self) -> str | None:
-        if host.has_module("llama_cpp"):
-            return None
-        return (
-            "llama-cpp-python is not installed; run scripts/setup.sh "
-            "(it builds llama.cpp for this CPU once: ~16 min on 2 cores)"
-        )
+        if not host.has_module("llama_cpp"):
+            return (
+                "llama-cpp-python is not installed; run scripts/setup.sh (it builds llama.cpp once per CPU)"
+            )
+        return missing_server()
 
-    def launch(self, build: Build, weights: Path, port: int) -> Launch:
-        return llamacpp_launch(build, weights, port)
+    def launch(self, build: Build, weights: Path, port: int, serving: Serving) -> Launch:
+        if serving.teacher_forcing:
+            return llamacpp_python_launch(build, weights, port)
+        return llama_server_launch(build, weights, port, serving.slots)
 
     def connect(self, build: Build) -> Endpoint:
         raise AssertionError(f"{build.name}: llama.cpp builds are started, not connected to")
 
     def manifest_mode(self, build: Build) -> str | None:
+        # Which server played is in the engine record's command: llama-server, or llama-cpp-python's
+        # server in a grid whose fidelity probes the engines its episodes use.
         return None
 
 
@@ -258,7 +299,7 @@ class EndpointKind:
     def missing_software(self) -> str | None:
         return None
 
-    def launch(self, build: Build, weights: Path, port: int) -> Launch:
+    def launch(self, build: Build, weights: Path, port: int, serving: Serving) -> Launch:
         raise AssertionError(f"{build.name}: endpoint builds are connected to, not started")
 
     def connect(self, build: Build) -> Endpoint:

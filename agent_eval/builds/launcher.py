@@ -23,6 +23,7 @@ from agent_eval.builds import host
 from agent_eval.builds.chat_client import Usage
 from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.engines import Launch
+from agent_eval.builds.kinds import ONE_AT_A_TIME, Serving
 from agent_eval.builds.memory import MemorySampler
 from agent_eval.builds.prepare import verify
 from agent_eval.builds.spec import Build
@@ -62,8 +63,16 @@ _EXCEPTION = re.compile(r"\b[A-Z]\w*(Error|Exception): .*$")
 class ServedBuild:
     """A build whose engine answers at `.endpoint`; made by `serve()`, which also stops it."""
 
-    def __init__(self, build: Build, run_dir: Path, manifest: BuildManifest, port: int | None) -> None:
+    def __init__(
+        self,
+        build: Build,
+        run_dir: Path,
+        manifest: BuildManifest,
+        port: int | None,
+        serving: Serving = ONE_AT_A_TIME,
+    ) -> None:
         self.build = build
+        self.serving = serving
         self.run_dir = run_dir
         self.manifest = manifest
         self.log_path = engine_log_path(run_dir, build.name)
@@ -92,7 +101,7 @@ class ServedBuild:
         path = self.manifest.model_path
         assert path is not None
         self._lease = self._lease_port()
-        self._launch = self.build.kind.launch(self.build, Path(path), self._lease.port)
+        self._launch = self.build.kind.launch(self.build, Path(path), self._lease.port, self.serving)
         self.endpoint = self._launch.endpoint
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
@@ -338,15 +347,17 @@ def serve(
     port: int | None = None,
     manifest: BuildManifest | None = None,
     on_created: Callable[[ServedBuild], None] | None = None,
+    serving: Serving = ONE_AT_A_TIME,
 ) -> Iterator[ServedBuild]:
     """Serve `build` for the duration of the `with` block; the engine is stopped however the block ends.
 
     `manifest`: the build's manifest as the run already made it (host checked, weights hashed); None: make
     it here. `on_created` gets the ServedBuild before its start (a grid starting it early may cancel it).
+    `serving`: how many requests it should answer at once (the phones), and whether it will teacher-force.
     Raises BuildError naming the build when its weights are missing or changed, it cannot run on
     this host, or its server exits or does not answer in time (quoting the server log's last lines).
     """
-    served = ServedBuild(build, Path(run_dir), manifest or _manifest(build), port)
+    served = ServedBuild(build, Path(run_dir), manifest or _manifest(build), port, serving)
     if on_created is not None:
         on_created(served)
     with _sigterm_as_exit():

@@ -19,6 +19,7 @@ from pydantic import Field
 from agent_eval.builds import host
 from agent_eval.builds.adapter import file_chunks, sha256_file
 from agent_eval.builds.gguf_file import read_gguf
+from agent_eval.builds.llama_server import check_architecture
 from agent_eval.builds.recipes import Say, Step, recipe_kind, recipe_record
 from agent_eval.builds.spec import Build, BuildSet, models_dir
 from agent_eval.errors import BuildError
@@ -127,7 +128,8 @@ def verify(build: Build) -> str:
         raise missing
     if path.suffix == ".gguf":
         try:
-            read_gguf(path)  # a truncated or corrupt file is refused here, before an engine loads it
+            # A truncated or corrupt file, or a model llama.cpp cannot load, is refused here, before a server.
+            check_architecture(read_gguf(path), path)
         except BuildError as e:
             raise BuildError(f"build {build.name!r}: {e}") from None
     actual = weights_hash(path)
@@ -225,7 +227,8 @@ def _prepare(builds: BuildSet, only: list[str] | None, force: bool, say: Say) ->
             say(f"{build.name}: {build.engine} build, nothing to prepare")
             continue
         reason = host.unavailable_reason(build)
-        if reason and not build.kind.prepares_without_engine:
+        # An optional build this host skips is not made here either (its tools may be missing too).
+        if reason and (build.optional or not build.kind.prepares_without_engine):
             say(f"{build.name}: SKIPPED, not servable on this host: {reason}")
             continue
         if build.prepare is None:

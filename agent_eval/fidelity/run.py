@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from agent_eval.agent.prompt import action_schema
 from agent_eval.builds.endpoint import Endpoint
+from agent_eval.builds.kinds import Serving
 from agent_eval.builds.launcher import serve
 from agent_eval.builds.spec import Build
 from agent_eval.errors import RunStoreError
@@ -35,6 +36,8 @@ from agent_eval.fidelity.steps import SourceStep, StepsFrom, load_source_steps
 from agent_eval.rundir import FIDELITY_FILE, fidelity_serving_dir, probes_dir
 
 Say = Callable[[str], None]
+# Engines started to score given answers: llama.cpp's builds then run on the server that can (engines.py).
+TEACHER_FORCING = Serving(teacher_forcing=True)
 MOST_DISAGREEING = 15
 
 
@@ -207,7 +210,7 @@ def run_fidelity(
     mask = schema_mask(ordered[0], say, tokenizer)
     for build in ordered:
         say(f"serving {build.name} ...")
-        with serve(build, fidelity_serving_dir(run_dir)) as served:
+        with serve(build, fidelity_serving_dir(run_dir), serving=TEACHER_FORCING) as served:
             _, per_min, settings = probe_build(
                 run_dir, build.name, served.endpoint, steps, spans, top_k=top_k, decode=decode, mask=mask
             )

@@ -433,6 +433,9 @@ def _session(
                 console.print,
                 manifests=manifests,
                 early=spec.early_engine_start,
+                slots=len(devices) if devices is not None else spec.device_count,
+                # Its probes go to the engines the episodes use: they must score given answers.
+                teacher_forcing=spec.fidelity is not False,
             )
         )
         with GridProgress(console, builds.names, bars=bars) as progress:

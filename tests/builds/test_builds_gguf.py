@@ -5,6 +5,7 @@ and fidelity's teacher forcing on them giving a finite KL."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -27,7 +28,7 @@ from agent_eval.builds.launcher import serve
 from agent_eval.builds.prepare import read_prepared, verify
 from agent_eval.builds.spec import parse_builds, repo_root
 from agent_eval.errors import BuildError
-from agent_eval.fidelity.run import assemble, probe_build
+from agent_eval.fidelity.run import TEACHER_FORCING, assemble, probe_build
 from agent_eval.fidelity.steps import StepsFrom, load_source_steps
 from agent_eval.records import StepRecord
 
@@ -183,7 +184,14 @@ def test_both_types_are_served_with_the_action_schema(prepared: BuildSet, run_di
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "Goal: open Wi-Fi"}]
     with serve(prepared.get(name), run_dir) as served:
         assert served.manifest.engine == "llama.cpp" and served.manifest.rung is not None
-        with ChatClient(served.endpoint) as client:
+        # Random weights give near-flat distributions: a prompt the slot has cached gets its last position's
+        # logits from a batch of one instead of the prompt's batch, and the last bits that differ flip a draw.
+        # Computed alike (no prompt cache), a seed draws the same answer. (The real model's peaked
+        # distributions keep the same seed's answer with the cache: test_builds_llama_server_engine.py.)
+        alike = dataclasses.replace(
+            served.endpoint, extra_body=(*served.endpoint.extra_body, ("cache_prompt", False))
+        )
+        with ChatClient(alike) as client:
             answers = [client.chat(messages, json_schema=action_schema(), seed=s) for s in (1, 1, 2)]
             usage = client.usage()
         record = served.record(usage)
@@ -223,7 +231,7 @@ def test_fidelity_on_gguf_builds_gives_a_finite_kl(prepared: BuildSet, tmp_path:
     assert steps
     spans: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
     for name in ("tiny-bf16", "tiny-q4_k_m"):
-        with serve(prepared.get(name), tmp_path / "engines") as served:
+        with serve(prepared.get(name), tmp_path / "engines", serving=TEACHER_FORCING) as served:
             probe_build(tmp_path, name, served.endpoint, steps, spans, top_k=5)
     result = assemble(
         tmp_path, "tiny-bf16", ["tiny-bf16", "tiny-q4_k_m"], steps_from=StepsFrom.REFERENCE, skipped={},

@@ -66,6 +66,7 @@ class _Fakes:
         port: int | None = None,
         manifest: object = None,
         on_created: Any = None,
+        serving: Any = None,
     ) -> Iterator[_Served]:
         served = _Served(build.name, self.log)
         self.served[build.name] = served
@@ -319,7 +320,7 @@ def test_a_real_server_process_started_early_and_not_needed_is_cancelled_and_lea
 
     build = _builds().get("w8a8")
 
-    def launch(build: Any, weights: Path, port: int) -> Launch:
+    def launch(build: Any, weights: Path, port: int, serving: Any) -> Launch:
         endpoint = Endpoint(base_url=f"http://127.0.0.1:{port}/v1", model=build.served_name)
         command = [sys.executable, "-c", "import time; time.sleep(300)"]
         return Launch(command=command, env={}, ready_path="/health", endpoint=endpoint)

@@ -37,7 +37,12 @@ def log(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     @contextlib.contextmanager
     def serve(
-        build: Any, run_dir: Path, port: int | None = None, manifest: object = None, on_created: Any = None
+        build: Any,
+        run_dir: Path,
+        port: int | None = None,
+        manifest: object = None,
+        on_created: Any = None,
+        serving: Any = None,
     ) -> Iterator[_Served]:
         events.append(f"start {build.name}")
         served = _Served(build.name, events)

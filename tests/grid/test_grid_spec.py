@@ -9,6 +9,7 @@ import yaml
 from _cpu import ENV as CPU_ENV
 from _cpu import HOSTS
 
+from agent_eval.builds.kinds import engine_kind
 from agent_eval.errors import ConfigError, TaskError
 from agent_eval.grid import GridSpec, is_grid_file, load_grid, spec_from
 from agent_eval.grid.plan import resolve_builds, resolve_tasks
@@ -38,8 +39,11 @@ def test_the_default_grid_file_loads_with_the_documented_defaults(
     tasks = resolve_tasks(spec)
     assert len(tasks) == 6 and all((REPO / "tasks" / f"{t.id}.yaml").is_file() for t in tasks)
     chosen = resolve_builds(spec)
-    assert chosen.names == builds and chosen.reference == "bf16"
-    assert list(chosen.skipped) == ([] if kind == "avx512" else ["w4a16"])
+    # llama.cpp's Q4_K_M plays where llama.cpp is installed, on either CPU kind.
+    llamacpp = engine_kind("llama.cpp").missing_software() is None
+    assert chosen.names == builds + (["gguf-q4_k_m"] if llamacpp else []) and chosen.reference == "bf16"
+    skipped = ([] if kind == "avx512" else ["w4a16"]) + ([] if llamacpp else ["gguf-q4_k_m"])
+    assert list(chosen.skipped) == skipped
 
 
 def test_a_minimal_grid_gets_defaults_and_resolves_paths_against_its_folder(tmp_path: Path) -> None:
