@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import Executor
 
 from virtual_phone.phone import Phone
+from virtual_phone.sandbox import Run, Sandbox
 from virtual_phone.shell import SH, as_adbd
 from virtual_phone.transport import Stream
 
@@ -43,23 +44,27 @@ async def _stdin(stream: Stream, v2: bool) -> AsyncIterator[bytes]:
                 return
 
 
-async def interactive(phone: Phone, executor: Executor, stream: Stream, v2: bool, pty: bool) -> None:
-    loop = asyncio.get_running_loop()
-    sandbox = (await loop.run_in_executor(executor, phone.userland)).sandbox
+def _start_shell(phone: Phone, sandbox: Sandbox, pty: bool) -> tuple[Run, int, dict[int, int]]:
+    """The interactive shell, started: (its run, the fd its input goes to, output fd → v2 stream id)."""
     if pty:
         master, slave = os.openpty()
         # The terminal becomes the shell's controlling tty (job control, ^C), as on a device.
         run = sandbox.start([*as_adbd(phone), SH, "-i"], (slave, slave, slave), terminal=True)
         os.close(slave)
-        stdin_fd, outputs = master, {master: 1}
-    else:
-        in_r, in_w = os.pipe()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        run = sandbox.start([*as_adbd(phone), SH], (in_r, out_w, err_w))
-        for fd in (in_r, out_w, err_w):
-            os.close(fd)
-        stdin_fd, outputs = in_w, {out_r: 1, err_r: 2}
+        return run, master, {master: 1}
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    run = sandbox.start([*as_adbd(phone), SH], (in_r, out_w, err_w))
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
+    return run, in_w, {out_r: 1, err_r: 2}
+
+
+async def interactive(phone: Phone, executor: Executor, stream: Stream, v2: bool, pty: bool) -> None:
+    loop = asyncio.get_running_loop()
+    sandbox = (await loop.run_in_executor(executor, phone.userland)).sandbox
+    run, stdin_fd, outputs = _start_shell(phone, sandbox, pty)
     queue: asyncio.Queue[tuple[int, bytes]] = asyncio.Queue()
 
     def readable(fd: int) -> None:

@@ -181,8 +181,8 @@ def test_the_knee_is_the_lowest_non_inferior_rung_per_metric() -> None:
     assert [r.build for r in ladder.rungs] == ["bf16", "int8-dq", "int4-g64-dq", "int2-g64-dq"]
     assert ladder.knee_navigation == "int4-g64-dq" and ladder.knee_success == "int8-dq"
     assert ladder.sentence.startswith(
-        "lowest non-inferior rung for navigation: int4-g64-dq (int4-g64-dq, 4.5 bpw; speed not measured, "
-        "memory not measured — bf16's, as it is served rounded in bf16); "
+        "lowest non-inferior rung for reaching the goal in play: int4-g64-dq (int4-g64-dq, 4.5 bpw; speed "
+        "not measured, memory not measured — bf16's, as it is served rounded in bf16); "
         "for completion recognition: int8-dq ("
     )
     markdown = render_markdown(card)
@@ -216,7 +216,7 @@ def test_no_rung_non_inferior_says_so() -> None:
     episodes = [e for e in _synthetic_ladder() if e.build in ("bf16", "int2-g64-dq")]
     ladder = score_episodes(episodes, run_id="ladder", reference="bf16").ladder
     assert ladder is not None and ladder.knee_navigation is None
-    assert "for navigation: none of the 1 rungs is non-inferior (1 regress" in ladder.sentence
+    assert "for reaching the goal in play: none of the 1 rungs is non-inferior (1 regress" in ladder.sentence
 
 
 # --- prepared rungs: rounding is exact -----------------------------------------------------------------

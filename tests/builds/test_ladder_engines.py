@@ -52,7 +52,10 @@ def test_each_engine_gets_its_own_knee() -> None:
         "llama.cpp": {"navigation": "gguf-q4_k_m", "success": "gguf-q4_k_m"},
         "vllm-cpu": {"navigation": "int4-g64-dq", "success": "int8-dq"},
     }
-    assert "Per engine, lowest non-inferior rung — llama.cpp: gguf-q4_k_m for navigation" in ladder.sentence
+    assert (
+        "Per engine, lowest non-inferior rung — llama.cpp: gguf-q4_k_m for reaching the goal in play"
+        in ladder.sentence
+    )
     card = score_episodes(episodes, run_id="ladder", reference="bf16")
     svg = dict((key, svg) for key, svg, _ in ladder_figures(card))["ladder-navigation"]
     assert "#2a9d8f" in svg and ">GGUF<" in svg  # the GGUF line and its legend

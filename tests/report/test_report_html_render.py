@@ -216,7 +216,7 @@ def test_the_rate_plot_draws_the_scorecard_rates(rendered: Rendered) -> None:
     assert drawn
     for build in drawn:
         assert bars[build["build"], "success"] == build["success"]["rate"]
-        assert bars[build["build"], "navigation"] == build["navigation"]["rate"]
+        assert bars[build["build"], "reached in play"] == build["navigation"]["rate"]
 
 
 def test_the_outcome_and_latency_plots_draw_the_scorecard_numbers(rendered: Rendered) -> None:

@@ -91,6 +91,7 @@ def test_last_attempt_counts_and_infra_errors_stay_out_of_the_rates() -> None:
         "no_stop": 1,
         "premature_done": 1,
         "nav_fail": 1,
+        "wrong_answer": 0,
     }
     # navigation: success, undone, no_stop reached (7 of 9); recognition: 5 of those 7; success 5 of 9.
     assert (bf16.navigation.count, bf16.navigation.of) == (7, 9)
