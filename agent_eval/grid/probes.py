@@ -14,13 +14,9 @@ from agent_eval.builds import Build
 from agent_eval.errors import ConfigError
 from agent_eval.records import EpisodeRecord
 from agent_eval.runner.loop import Cell, FollowUp
+from agent_eval.scoring.decomposition import stopped_early
 
 ProbeRule = Literal["off", "stopped", "all"]
-
-
-def stopped_early(record: EpisodeRecord) -> bool:
-    """The episode ended on the agent's word (done, infeasible, an answer) before the goal ever held."""
-    return record.kind == "episode" and record.said is not None and not record.reached
 
 
 def keeps_draw(build: Build) -> bool:

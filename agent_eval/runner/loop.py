@@ -217,8 +217,8 @@ class _Session:
 
     def queue(self, cells: Sequence[Cell]) -> None:
         finished = {kind: self.store.finished(kind) for kind in ("episode", "probe")}
-        later: list[Cell] = []
-        for cell in cells:
+        pending = list(cells)
+        for cell in pending:  # grows: an earlier session's episode whose probe is still to play
             if cell.slot in self.queued:
                 continue
             self.queued.add(cell.slot)
@@ -229,9 +229,7 @@ class _Session:
             self.summary.kept += 1
             after = self.follow_up(cell, done) if self.follow_up is not None else None
             if after is not None:
-                later.append(after)  # an earlier session's episode whose probe is still to play
-        if later:
-            self.queue(later)
+                pending.append(after)
 
     def run(self, devices: Sequence[Seat]) -> None:
         if len(devices) == 1:

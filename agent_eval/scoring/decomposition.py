@@ -172,7 +172,7 @@ def _stop_decision(
             if k is not None and (e.build, e.task_id, e.seed) not in probes
         ),
         unknown=sum(k is None for k in known),
-        replayed=replayed if steps_of is not None else 0,
+        replayed=replayed,
         replay_checked=len(early_probes) if steps_of is not None else 0,
         sensitivity=rate(sum(e.success for e in reached), len(reached)),
         false_done=rate(sum(stopped_early(e) for e in away), len(away)),
