@@ -6,7 +6,17 @@ from __future__ import annotations
 import json
 from html import escape
 
-from agent_eval.report.text import MISSING, TextTable, number, p_value, rate_text, signed
+from agent_eval.report.text import (
+    MISSING,
+    OTHER_TASKS_HEADER,
+    TextTable,
+    number,
+    p_value,
+    rate_text,
+    signed,
+    span,
+    verdict_interval_header,
+)
 from agent_eval.scoring.build_score import Rate
 from agent_eval.scoring.regression import METRIC_WORDS, MetricComparison
 from agent_eval.scoring.scorecard import Scorecard
@@ -61,7 +71,6 @@ def stop_decision_table(card: Scorecard) -> TextTable | None:
 
 
 def _row(build: str, m: MetricComparison) -> tuple[str, ...]:
-    interval = f"[{signed(m.low)}, {signed(m.high)}]" if m.low is not None else MISSING
     return (
         build,
         METRIC_WORDS[m.metric],
@@ -70,8 +79,9 @@ def _row(build: str, m: MetricComparison) -> tuple[str, ...]:
         str(m.c),
         number(m.reference_rate),
         number(m.build_rate),
-        f"{signed(m.delta)} {interval}",
+        f"{signed(m.delta)} {span(m.low, m.high)}",
         number(m.drop_upper),
+        span(m.other_tasks_low, m.other_tasks_high),
         p_value(m.p_holm),
         m.verdict.value,
     )
@@ -83,13 +93,16 @@ def stop_verdict_table(card: Scorecard) -> TextTable | None:
     if d is None or not d.comparisons:
         return None
     rows = []
+    confidences: list[float] = []
     for c in d.comparisons:
         tested = (
             (c.probe_navigation, c.sensitivity, c.false_done) if d.probes else (c.sensitivity, c.false_done)
         )
         rows += [_row(c.build, m) for m in tested]
-    headers = ("build", "ability", "pairs", "b", "c", "reference", "build", "Δ [95% CI]", "drop ≤", "p Holm",
-               "verdict")  # fmt: skip
+        confidences += [m.confidence for m in tested]
+    shown = verdict_interval_header(confidences)
+    headers = ("build", "ability", "pairs", "b", "c", "reference", "build", shown, "drop ≤",
+               OTHER_TASKS_HEADER, "p Holm", "verdict")  # fmt: skip
     title = "Navigation and recognition against the reference (paired; Holm over builds × abilities)"
     return TextTable(title, headers, tuple(rows))
 

@@ -19,7 +19,18 @@ from agent_eval.report.early_warning_section import early_warning_markdown
 from agent_eval.report.family_section import ability_sentences, family_tables
 from agent_eval.report.ladder_tables import ladder_tables
 from agent_eval.report.recognition_section import recognition_table
-from agent_eval.report.text import MISSING, TextTable, number, p_value, rate_text, signed
+from agent_eval.report.text import (
+    MISSING,
+    OTHER_TASKS_HEADER,
+    VERDICT_NOTE,
+    TextTable,
+    number,
+    p_value,
+    rate_text,
+    signed,
+    span,
+    verdict_interval_header,
+)
 from agent_eval.rundir import SCORECARD_JSON, SCORECARD_MD
 from agent_eval.scoring.build_score import BuildScore, OutcomeCounts
 from agent_eval.scoring.fidelity_fields import FidelityRow
@@ -111,7 +122,6 @@ def cost_table(card: Scorecard) -> TextTable:
 
 
 def _comparison_row(build: str, bits: float | None, m: MetricComparison) -> tuple[str, ...]:
-    interval = f"[{signed(m.low)}, {signed(m.high)}]" if m.low is not None else MISSING
     return (
         build,
         number(bits, 1),
@@ -119,8 +129,9 @@ def _comparison_row(build: str, bits: float | None, m: MetricComparison) -> tupl
         str(m.pairs),
         str(m.b),
         str(m.c),
-        f"{signed(m.delta)} {interval}",
+        f"{signed(m.delta)} {span(m.low, m.high)}",
         number(m.drop_upper),
+        span(m.other_tasks_low, m.other_tasks_high),
         p_value(m.p),
         p_value(m.p_holm),
         p_value(m.p_sign_flip),
@@ -144,8 +155,9 @@ def regression_table(card: Scorecard) -> TextTable | None:
         "pairs",
         "b",
         "c",
-        "Δ [95% CI]",
+        verdict_interval_header([m.confidence for c in reg.builds for m in (c.navigation, c.success)]),
         "drop ≤",
+        OTHER_TASKS_HEADER,
         "p",
         "p Holm",
         "p sign-flip",
@@ -287,10 +299,7 @@ def render_markdown(card: Scorecard) -> str:
     parts += split_table(card.splits)
     parts += [markdown_table(t) + "\n" for t in family_tables(card) if t is not None]
     parts += [f"- {s}" for s in ability_sentences(card)[1:]] + ([""] if ability_sentences(card)[1:] else [])
-    parts.append(
-        "REGRESSION: Holm-adjusted exact McNemar p < α. NON-INFERIOR: the one-sided 95% upper bound of "
-        "the drop is below δ. INCONCLUSIVE: neither; the data cannot decide, which is not no regression."
-    )
+    parts.append(VERDICT_NOTE)
     return "\n".join(parts) + "\n"
 
 

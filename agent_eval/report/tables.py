@@ -12,6 +12,7 @@ from html import escape
 
 from pydantic import BaseModel
 
+from agent_eval.report.text import VERDICT_NOTE
 from agent_eval.scoring.build_score import Rate
 from agent_eval.scoring.regression import METRIC_WORDS, MetricComparison
 from agent_eval.scoring.scorecard import Scorecard
@@ -88,13 +89,12 @@ OUTCOME_NAMES = ("success", "undone", "no_stop", "premature_done", "nav_fail", "
 PHASES = ("observe_s", "model_s", "act_s", "check_s", "harness_s", "total_s")
 ENGINE = [("decode_tok_s", fixed(1)), ("prefill_tok_s", fixed(1)), ("peak_rss_mb", whole),
           ("settled_rss_mb", whole)]  # fmt: skip
-COMPARISON_HEADERS = ["build", "bits", "metric", "pairs", "b", "c", "reference", "build", "Δ", "95% CI",
-                      "drop ≤ (95%)", "p", "p Holm", "p sign-flip", "flips", "verdict",
-                      "N needed"]  # fmt: skip
+COMPARISON_HEADERS = ["build", "bits", "metric", "pairs", "b", "c", "reference", "build", "Δ",
+                      "CI (these tasks)", "drop ≤", "other tasks [95% CI]", "p", "p Holm", "p sign-flip",
+                      "flips", "verdict", "N needed"]  # fmt: skip
 COMPARISON_HEAD = [("pairs", whole), ("b", whole), ("c", whole), ("reference_rate", TWO), ("build_rate", TWO),
                    ("delta", signed)]  # fmt: skip
-COMPARISON_TAIL = [("drop_upper", TWO), ("p", p_value), ("p_holm", p_value), ("p_sign_flip", p_value),
-                   ("flips", TWO)]  # fmt: skip
+COMPARISON_TAIL = [("p", p_value), ("p_holm", p_value), ("p_sign_flip", p_value), ("flips", TWO)]  # fmt: skip
 DRILL_DOWN = [
     ("pairs", whole),
     ("b", whole),
@@ -155,13 +155,18 @@ def engine_table(card: Scorecard) -> str:
 def _comparison_row(build: str, bits: float | None, m: MetricComparison, p: str) -> str:
     low, high = num(m.low, p + ".low", signed), num(m.high, p + ".high", signed)
     interval = f"[{low}, {high}]" if m.low is not None else ""
+    o_low = num(m.other_tasks_low, p + ".other_tasks_low", signed)
+    o_high = num(m.other_tasks_high, p + ".other_tasks_high", signed)
+    other = f"[{o_low}, {o_high}]" if m.other_tasks_low is not None else ""
     verdict = m.verdict.value
     return (
         f'<tr data-build="{escape(build)}" data-metric="{m.metric}"><td class="name">{escape(build)}</td>'
         f"{td(bits, p.rsplit('.', 1)[0] + '.bits_per_weight', fixed(1))}"
         f'<td class="name">{METRIC_WORDS[m.metric]}</td>'
         + _cells(m, p, COMPARISON_HEAD)
-        + f'<td class="ci">{interval}</td>'
+        + f'<td class="ci" title="{m.confidence:.0%}, stratified by task">{interval}</td>'
+        + _cells(m, p, [("drop_upper", TWO)])
+        + f'<td class="ci">{other}</td>'
         + _cells(m, p, COMPARISON_TAIL)
         + f'<td class="name verdict-{verdict}" data-path="{p}.verdict" data-value="{_json(verdict)}">'
         + f"{verdict}</td>"
@@ -189,8 +194,11 @@ def regression_table(card: Scorecard) -> str:
         f"reference {escape(reg.reference)}, margin δ = {num(reg.margin, 'regression.margin')}, "
         f"α = {num(reg.alpha, 'regression.alpha')}"
     )
-    return f'<p>{settings}</p><ul class="sentences">{sentences}</ul>' + _table(
-        COMPARISON_HEADERS, rows, "regression"
+    note = f'<p class="note">{escape(VERDICT_NOTE)}</p>'
+    return (
+        f'<p>{settings}</p><ul class="sentences">{sentences}</ul>'
+        + _table(COMPARISON_HEADERS, rows, "regression")
+        + note
     )
 
 

@@ -21,7 +21,7 @@ from agent_eval.scoring.decomposition import (
 from agent_eval.scoring.families import TaskFacts
 from agent_eval.scoring.regression import BuildComparison, MetricComparison, Regression
 from agent_eval.scoring.sequential import look_alpha
-from agent_eval.scoring.stats import ALPHA, Verdict, holm, mcnemar_p, paired_effect, verdict
+from agent_eval.scoring.stats import Verdict, holm, mcnemar_p, stratified_effect, verdict
 from agent_eval.scoring.typing_accuracy import ALL, EpisodeKey, answered_right
 
 Ability = Literal["navigation", "completion", "sensitivity", "false_done", "typing", "answer"]
@@ -56,9 +56,12 @@ class AbilityVerdict(StrictModel):
     reference_value: float | None = Field(description="The reference's mean on the pairs.")
     build_value: float | None = Field(description="The rung's mean on the pairs.")
     delta: float = Field(description="Rung − reference, mean over tasks of each task's mean difference.")
-    low: float | None = Field(description="Lower end of Δ's 95% interval (task-clustered).")
-    high: float | None = Field(description="Upper end of Δ's 95% interval.")
-    drop_upper: float = Field(description="One-sided upper bound of the drop at 1 − alpha / looks.")
+    low: float | None = Field(
+        description="Lower end of Δ's interval on these tasks (stratified by task, seeds random), two-sided "
+        "at 1 − 2·alpha/looks: its ends are the one-sided bounds the verdict reads."
+    )
+    high: float | None = Field(description="Upper end of that interval.")
+    drop_upper: float = Field(description="One-sided upper bound of the drop at 1 − alpha / looks (−low).")
     p_holm: float = Field(description="Exact one-sided sign (McNemar) p on b, c; Holm-adjusted.")
     verdict: Verdict = Field(description="REGRESSION, NON-INFERIOR or INCONCLUSIVE, as the scorecard's.")
 
@@ -134,8 +137,7 @@ def _compare(
     keys = sorted(set(ref) & set(mine))
     differences = [mine[k] - ref[k] for k in keys]
     tasks = [k[0] for k in keys]
-    shown = paired_effect(differences, tasks)
-    bound = shown if level == ALPHA else paired_effect(differences, tasks, confidence=1 - level)
+    shown = stratified_effect(differences, tasks, level)
     # McNemar's exact test is the sign test on the paired differences; for typing it counts worse/better.
     b, c = sum(d < -1e-12 for d in differences), sum(d > 1e-12 for d in differences)
     n = len(keys)
@@ -149,7 +151,7 @@ def _compare(
         delta=shown.delta,
         low=shown.interval.low if shown.interval else None,
         high=shown.interval.high if shown.interval else None,
-        drop_upper=bound.drop_upper,
+        drop_upper=shown.drop_upper,
         p_holm=mcnemar_p(b, c),
         verdict=Verdict.INCONCLUSIVE,
     )

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from agent_eval.records import EpisodeRecord, Outcome, StrictModel
-from agent_eval.scoring.stats import Verdict, paired_effect
+from agent_eval.scoring.stats import Verdict, stratified_effect
 
 Claim = Literal["holds", "fails", "undecided"]
 PairKey = tuple[str, int]
@@ -30,7 +30,9 @@ class RecognitionGap(StrictModel):
         description="Completion-recognition drop − navigation drop, mean over tasks: the build's share of "
         "episodes that got there unrecognised minus the reference's."
     )
-    low: float = Field(description="One-sided lower bound of the gap at 1 − alpha / looks (task-clustered).")
+    low: float = Field(
+        description="One-sided lower bound of the gap at 1 − alpha / looks, on these tasks (stratified)."
+    )
     high: float = Field(description="One-sided upper bound of the gap at 1 − alpha / looks.")
     claim: Claim = Field(
         description="'navigation survives while completion recognition does not': fails (navigation "
@@ -83,10 +85,9 @@ def recognition_gap(
         return None
     differences = [_stuck(build[k]) - _stuck(reference[k]) for k in keys]
     tasks = [k[0] for k in keys]
-    confidence = 1 - level
     # Upper bound of the gap = the "drop" bound of its negation; lower bound = minus the drop bound of it.
-    high = paired_effect([-d for d in differences], tasks, confidence).drop_upper
-    effect = paired_effect(differences, tasks, confidence)
+    high = stratified_effect([-d for d in differences], tasks, level).drop_upper
+    effect = stratified_effect(differences, tasks, level)
     low = -effect.drop_upper
     undone = [build[k].outcome is Outcome.UNDONE for k in keys]
     gap = RecognitionGap(

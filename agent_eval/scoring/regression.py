@@ -25,6 +25,7 @@ from agent_eval.scoring.stats import (
     mcnemar_p,
     paired_effect,
     sign_flip_p,
+    stratified_effect,
     verdict,
 )
 
@@ -60,19 +61,33 @@ class MetricComparison(StrictModel):
     build_rate: float | None = Field(description="The build's rate on the paired episodes.")
     delta: float = Field(description="Δ = build − reference, the mean over tasks of each task's difference.")
     low: float | None = Field(
-        description="Lower end of Δ's 95% interval (task-clustered, t with tasks − 1 df); null when the "
-        "pairs show no variation to estimate it from (drop_upper is then an exact Clopper–Pearson bound)."
+        description="Lower end of Δ's interval on these tasks, seeds drawn at random (stratified by task, "
+        "t with pairs − tasks df), two-sided at `confidence`: the inference the verdict is about. Null when "
+        "no task's pairs vary (drop_upper is then an exact Clopper–Pearson bound)."
     )
-    high: float | None = Field(description="Upper end of Δ's 95% interval.")
+    high: float | None = Field(description="Upper end of that interval.")
+    confidence: float = Field(
+        0.90,
+        description="Two-sided confidence of low/high: 1 − 2·alpha/looks, so each end is the one-sided "
+        "bound the verdict reads (NON-INFERIOR exactly when low > −margin).",
+    )
     drop_upper: float = Field(
-        description="One-sided upper bound of the drop (reference − build) at 1 − alpha / looks (95% with "
-        "one look)."
+        description="One-sided upper bound of the drop (reference − build) at 1 − alpha / looks, on these "
+        "tasks: −low, or the exact bound."
     )
     df: int | None = Field(description="Degrees of freedom of the interval; null when it is an exact bound.")
+    other_tasks_low: float | None = Field(
+        None,
+        description="Generalisation, a different question: the lower end of Δ's 95% interval for other "
+        "tasks like these (clustered by task, t with tasks − 1 df). No verdict reads it.",
+    )
+    other_tasks_high: float | None = Field(None, description="Upper end of that interval.")
+    other_tasks_df: int | None = Field(None, description="Its degrees of freedom (tasks − 1).")
     p: float = Field(description="Exact one-sided McNemar p that the build is worse.")
     p_holm: float = Field(description="p adjusted by Holm over all builds × {navigation, success}.")
     p_sign_flip: float | None = Field(
-        description="Sign-flip permutation p over per-task Δ (fewer than 10 tasks)."
+        description="Sign-flip permutation p over per-task Δ (fewer than 10 tasks): like "
+        "other_tasks_low/high, about tasks like these, not a verdict's test."
     )
     e_value: float = Field(
         description="Anytime-valid e-value 2^(b+c)·B(b+1, c+1) (evidence of any difference)."
@@ -194,9 +209,8 @@ def _comparison(
 ) -> MetricComparison:
     b, c = discordant(outcomes)
     n = len(outcomes)
-    effect = paired_effect(differences, tasks)
-    # The shown interval stays at 95%; the bound the verdict reads is at the look's level.
-    bound = effect if level == ALPHA else paired_effect(differences, tasks, confidence=1 - level)
+    effect = stratified_effect(differences, tasks, level)
+    other_tasks = paired_effect(differences, tasks)
     reference_rate = sum(r for r, _ in outcomes) / n if n else None
     return MetricComparison(
         metric=metric,
@@ -208,8 +222,12 @@ def _comparison(
         delta=effect.delta,
         low=effect.interval.low if effect.interval else None,
         high=effect.interval.high if effect.interval else None,
-        drop_upper=bound.drop_upper,
+        confidence=1 - 2 * level,
+        drop_upper=effect.drop_upper,
         df=effect.df,
+        other_tasks_low=other_tasks.interval.low if other_tasks.interval else None,
+        other_tasks_high=other_tasks.interval.high if other_tasks.interval else None,
+        other_tasks_df=other_tasks.df,
         p=mcnemar_p(b, c),
         p_holm=1.0,
         p_sign_flip=sign_flip_p(list(effect.per_task.values())) if n else None,

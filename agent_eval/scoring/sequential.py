@@ -46,23 +46,24 @@ def _holm(p: Array) -> Array:
 def drop_upper(b: Array, c: Array, pairs_per_task: int, confidence: float) -> Array:
     """One-sided upper bound of the drop from per-task discordant counts (..., tasks), balanced cells.
 
-    The same bound `stats.paired_effect` gives: the cluster-robust t bound over tasks (with balanced cells
-    it is the t bound over the per-task means, df = tasks − 1), and the exact Clopper–Pearson bound on the
-    share of pairs lost when every pair is alike or the per-task means do not vary.
+    The same bound `stats.stratified_effect` gives: on these tasks with seeds random, the t bound with the
+    within-task variance pooled over tasks (df = pairs − tasks), and the exact Clopper–Pearson bound on the
+    share of pairs lost when no task's pairs vary.
     """
     tasks = b.shape[-1]
-    if tasks < 2:
-        raise ValueError("the vectorised bound clusters by task: give at least two tasks")
+    if tasks < 1 or pairs_per_task < 1:
+        raise ValueError("the vectorised bound needs at least one task and one pair per task")
     n = tasks * pairs_per_task
     means = (c - b) / pairs_per_task
     delta = means.mean(axis=-1)
-    se = means.std(axis=-1, ddof=1) / np.sqrt(tasks)
-    t_bound = np.minimum(-delta + scipy_stats.t.ppf(confidence, tasks - 1) * se, 1.0)
-    lost, won = b.sum(axis=-1), c.sum(axis=-1)
-    alike = (lost + won == 0) | (lost == n) | (won == n)
+    within = ((b + c) - pairs_per_task * means**2).sum(axis=-1)
+    df = max(n - tasks, 1)
+    se = np.sqrt(np.maximum(within, 0.0) / df / n)
+    t_bound = np.minimum(-delta + scipy_stats.t.ppf(confidence, df) * se, 1.0)
+    lost = b.sum(axis=-1)
     exact = np.where(lost == n, 1.0, scipy_stats.beta.ppf(confidence, lost + 1, np.maximum(n - lost, 1)))
     exact = np.maximum(-delta, exact)
-    return np.where(alike | (se <= 1e-12), exact, t_bound)
+    return np.where((within <= 1e-12) | (n - tasks < 1), exact, t_bound)
 
 
 def verdicts_at_look(

@@ -156,6 +156,40 @@ def paired_effect(
     return PairedEffect(delta, Interval(low, high), -one_sided_low, len(names), int(d.size), df, per_task)
 
 
+def stratified_effect(
+    differences: Sequence[int | float], task_ids: Sequence[str], level: float = ALPHA
+) -> PairedEffect:
+    """The effect on these tasks, with seeds drawn at random: what a verdict is about (docs/scorecard.md).
+
+    Δ is the mean over tasks of each task's mean difference (as `paired_effect`'s). The tasks are fixed, so
+    only the seeds vary: Var(Δ) = Σ_t s²/(T² n_t), with s² the within-task variance of the paired
+    differences pooled over tasks (t with pairs − tasks df). The interval is two-sided at 1 − 2·level, so
+    each of its ends is a one-sided bound at 1 − level: its lower end is the bound NON-INFERIOR reads
+    (`drop_upper` = −low). When no task's differences vary (every pair of a task alike) the drop is bounded
+    exactly, as `paired_effect` does.
+    """
+    if len(differences) != len(task_ids):
+        raise ValueError("one task id per paired difference")
+    if not 0 < level < 0.5:
+        raise ValueError(f"a one-sided level is in (0, 0.5), got {level}")
+    d = np.asarray(differences, dtype=float)
+    names, codes = np.unique(np.asarray(task_ids), return_inverse=True)
+    if d.size == 0:
+        return PairedEffect(0.0, None, 1.0, 0, 0, None, {})
+    counts = np.bincount(codes)
+    task_means = np.bincount(codes, weights=d) / counts
+    per_task = {str(name): float(mean) for name, mean in zip(names, task_means, strict=True)}
+    delta = float(task_means.mean())
+    df = int(d.size - len(names))
+    within = float(np.sum((d - task_means[codes]) ** 2))
+    if df < 1 or within <= 1e-12:
+        return _exact_drop_bound(delta, d, len(names), per_task, 1 - level)
+    se = math.sqrt(within / df * float(np.sum(1.0 / counts)) / len(names) ** 2)
+    half = float(scipy_stats.t.ppf(1 - level, df)) * se
+    low, high = max(delta - half, -1.0), min(delta + half, 1.0)
+    return PairedEffect(delta, Interval(low, high), -low, len(names), int(d.size), df, per_task)
+
+
 def _exact_drop_bound(
     delta: float, d: np.ndarray[Any, Any], tasks: int, per_task: dict[str, float], confidence: float
 ) -> PairedEffect:

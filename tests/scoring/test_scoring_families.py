@@ -274,7 +274,10 @@ def test_a_settings_only_run_keeps_its_scorecard_and_gains_only_the_ability_sect
     (commit 434793d) for this run, but for one later change (the engine-busy table's `engine start waited s`,
     the early engine start's): everything but the new sections is the same, byte for byte. Since the
     navigation probes, "navigation" in ordinary play reads "reached in play" (`_before_probes` maps it back),
-    outcomes count `wrong_answer` and the decomposition is a section of its own."""
+    outcomes count `wrong_answer` and the decomposition is a section of its own. On 2026-12-07 the verdicts'
+    intervals became the stratified ones of the verdicts' own inference (issue 54): the golden files were
+    rewritten then, with every verdict, rate and count as before (checked field by field); only the intervals,
+    the bounds and the recognition gap's claim that reads them changed."""
     run_dir = tmp_path / "settings"
     settings_run(run_dir)
     card = score_run(run_dir)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 import pytest
@@ -76,9 +77,17 @@ def test_pooled_counts_p_values_and_holm() -> None:
 def test_effect_is_the_mean_of_per_task_differences_with_a_t2_interval() -> None:
     w4 = compare_builds(_grid(), "bf16").builds[1].success
     assert w4.delta == pytest.approx((-0.5 - 0.4 - 0.3) / 3)
-    assert w4.df == 2
-    assert w4.low is not None and w4.high is not None
-    assert w4.low < w4.delta < w4.high < 0
+    # The verdict's interval is on these three tasks, seeds random: the within-task variance (5, 4 and 3 of
+    # 10 pairs lost: sums of squares 2.5, 2.4, 2.1) pooled over 30 − 3 df, two-sided at 1 − 2·alpha = 90%.
+    se = math.sqrt(7.0 / 27 * (3 / 10) / 9)
+    half = stats.t.ppf(0.95, 27) * se
+    assert w4.df == 27 and w4.confidence == pytest.approx(0.90)
+    assert (w4.low, w4.high) == pytest.approx((w4.delta - half, w4.delta + half))
+    assert w4.drop_upper == pytest.approx(-w4.low)
+    # The generalisation to other tasks is its own interval, clustered by task with t(2): wider.
+    assert w4.other_tasks_df == 2
+    assert w4.other_tasks_low is not None and w4.other_tasks_high is not None
+    assert w4.other_tasks_low < w4.low < w4.delta < w4.high < w4.other_tasks_high < 0
     # Three tasks: the sign-flip p is at least 1/8, and exactly that when all three got worse.
     assert w4.p_sign_flip == pytest.approx(1 / 8)
 
@@ -89,20 +98,27 @@ def test_verdicts_and_sentences() -> None:
     # 30 concordant pairs: the exact bound on the drop is 1 - 0.05^(1/30) = 0.095 < 0.10.
     assert w4.navigation.verdict is Verdict.NON_INFERIOR
     assert w4.navigation.drop_upper == pytest.approx(1 - 0.05 ** (1 / 30))
-    assert w8.success.verdict is Verdict.INCONCLUSIVE
+    # One pair lost and one won of 30, on these three tasks: the drop's 95% bound is 0.080 (the pooled
+    # within-task spread, t(27)), below 0.10. Clustered by task with t(2) it was 0.17: that bound is about
+    # other tasks, which the verdict is not.
+    assert w8.success.verdict is Verdict.NON_INFERIOR
+    assert w8.success.drop_upper == pytest.approx(stats.t.ppf(0.95, 27) * math.sqrt(1.8 / 27 * (3 / 10) / 9))
+    assert w8.success.other_tasks_low is not None and -w8.success.other_tasks_low > 0.10
     low, high = w4.success.low, w4.success.high
     assert low is not None and high is not None
     assert w4.sentence == (
         "w4a16: reaching the goal in play non-inferior; completion recognition REGRESSION, −0.40 "
         + f"[{low:+.2f}, {high:+.2f}]".replace("-", "−")
     )
-    assert w8.sentence.startswith(
-        "w8a8: reaching the goal in play non-inferior; completion recognition INCONCLUSIVE, 0.00 ["
-    )
-    assert "not ruled out by 30 pairs" in w8.sentence
-    # A stricter margin turns the same navigation data into "cannot tell".
-    strict = compare_builds(_grid(), "bf16", margin=0.05).builds[1]
+    # A stricter margin turns the same data into "cannot tell".
+    strict_w8, strict = compare_builds(_grid(), "bf16", margin=0.05).builds
     assert strict.navigation.verdict is Verdict.INCONCLUSIVE
+    assert strict_w8.success.verdict is Verdict.INCONCLUSIVE
+    assert strict_w8.sentence.startswith(
+        "w8a8: reaching the goal in play INCONCLUSIVE, 0.00 (a drop up to 0.10 not ruled out by 30 pairs"
+    )
+    assert "completion recognition INCONCLUSIVE, 0.00 [−0.08, +0.08]" in strict_w8.sentence
+    assert "not ruled out by 30 pairs" in strict_w8.sentence
 
 
 def test_drill_down_is_per_task_with_bh_over_all_rows() -> None:
