@@ -15,7 +15,8 @@ from agent_eval.grid.spec import GridSpec, is_task_id, resolve_path
 from agent_eval.records import EpisodeRecord
 from agent_eval.runner.loop import Cell
 from agent_eval.scoring.regression import compare_builds
-from agent_eval.scoring.stats import DEFAULT_MARGIN, Verdict
+from agent_eval.scoring.regression import undecided as undecided_builds
+from agent_eval.scoring.stats import DEFAULT_MARGIN
 from agent_eval.task import Task, load_tasks
 
 CellKey = tuple[str, str]  # (build, task_id)
@@ -236,11 +237,7 @@ def top_up(
         _scored(targets, finished, first_seed), reference, margin, looks=max(len(schedule), 1)
     )
     undecided = [
-        c.build
-        for c in regression.builds
-        if c.build not in baselines
-        and Verdict.INCONCLUSIVE in (c.navigation.verdict, c.success.verdict)
-        and any(b == c.build for b, _ in targets)
+        build for build in undecided_builds(regression, baselines) if any(b == build for b, _ in targets)
     ]
     left = budget or Budget()
     for build in undecided:

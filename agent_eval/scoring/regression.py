@@ -5,7 +5,7 @@ Builds are ordered by bits per weight; p-values are Holm-adjusted over builds ×
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -294,6 +294,16 @@ def sentence(comparison: BuildComparison, margin: float) -> str:
 def bits_order(build: str, bits: float | None) -> tuple[float, str]:
     """Sort key: most bits per weight first, builds without a known width last, then by name."""
     return (-bits if bits is not None else float("inf"), build)
+
+
+def undecided(regression: Regression, baselines: Collection[str] = ()) -> list[str]:
+    """The builds a grid's top-up grows: a navigation or success verdict still INCONCLUSIVE (baselines,
+    which are not quantization levels, never grow)."""
+    return [
+        c.build
+        for c in regression.builds
+        if c.build not in baselines and Verdict.INCONCLUSIVE in (c.navigation.verdict, c.success.verdict)
+    ]
 
 
 def compare_builds(
