@@ -1,8 +1,9 @@
 """Two builds of one run compared on the (task, seed) pairs both played: GPTQ against an importance-matrix
 k-quant, a rung with and without its importance matrix, one engine's rung against another's.
 
-Neither is the reference: the effect is second − first, its interval task-clustered as the verdicts' are, and
-the p-value exact two-sided McNemar on the pairs where the two differ (no margin, no verdict: a description).
+Neither is the reference: the effect is second − first, its 95% interval on these tasks as the verdicts' are,
+and the p-value exact two-sided McNemar on the pairs where the two differ (no margin, no verdict: a
+description).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ class PairedMetric(StrictModel):
     first_rate: float | None
     second_rate: float | None
     delta: float  # second − first, the mean over tasks of each task's mean difference
-    low: float | None  # 95% task-clustered interval of delta (None when the pairs cannot give one)
+    low: (
+        float | None
+    )  # 95% interval of delta on these tasks, stratified (None when the pairs cannot give one)
     high: float | None
     wins: int  # pairs the second build got right and the first did not
     losses: int  # the reverse
@@ -42,7 +45,8 @@ def compare_pair(episodes: Sequence[EpisodeRecord], first: str, second: str) -> 
             raise ConfigError(f"build {name!r} has no scored episode in this run; builds: {known}")
     if first == second:
         raise ConfigError("compare two different builds")
-    comparison = compare_builds(scored, reference=first).builds[0]
+    # At alpha 0.025 the regression's interval is two-sided 95%: on these tasks, stratified by task.
+    comparison = compare_builds(scored, reference=first, alpha=0.025).builds[0]
     rows = []
     for metric in METRICS:
         m = comparison.navigation if metric == "navigation" else comparison.success
