@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
@@ -12,7 +13,7 @@ from statsmodels.stats.multitest import multipletests
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome
 from agent_eval.scoring.regression import compare_builds
 from agent_eval.scoring.scorecard import score_episodes
-from agent_eval.scoring.stats import Verdict
+from agent_eval.scoring.stats import Verdict, mcnemar_p, stratified_effect
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 BITS = {"bf16": 16.0, "w8a8": 8.0, "w4a16": 4.0}
@@ -153,3 +154,23 @@ def test_a_build_with_nothing_paired_is_inconclusive_and_says_why() -> None:
         == "w8a8: reaching the goal in play not compared (no paired episodes); completion recognition not "
         "compared (no paired episodes)"
     )
+
+
+def test_a_regression_verdict_never_sits_beside_an_interval_that_reaches_zero() -> None:
+    """One inference per verdict: wherever the exact test rejects (even before Holm), the stratified interval
+    shown beside it lies below zero; checked on random balanced grids of 2–14 tasks at three look levels."""
+    rng = np.random.default_rng(0)
+    rejected = 0
+    for _ in range(1500):
+        tasks, seeds = int(rng.integers(2, 15)), int(rng.choice([5, 10, 20]))
+        lose, win = rng.random(tasks) * 0.5, rng.random(tasks) * 0.2
+        u = rng.random((tasks, seeds))
+        d = np.where(u < lose[:, None], -1, np.where(u < (lose + win)[:, None], 1, 0)).ravel()
+        names = [f"t{t}" for t in range(tasks) for _ in range(seeds)]
+        b, c = int((d == -1).sum()), int((d == 1).sum())
+        for level in (0.05, 0.025, 0.0125):
+            if mcnemar_p(b, c) < level:
+                rejected += 1
+                effect = stratified_effect(d.tolist(), names, level)
+                assert effect.interval is None or effect.interval.high < 0, (b, c, tasks, seeds, level)
+    assert rejected > 1000
