@@ -25,7 +25,9 @@ class EngineBusy(StrictModel):
 
     build: str = Field(description="The build whose engine served the phase's episodes.")
     phase: int = Field(description="1 = the first seed level; 2.. = each top-up level.")
-    episodes: int = Field(description="Its scored episodes in the phase.")
+    episodes: int = Field(
+        description="Its scored episodes in the phase, navigation probes included (they ask the same engine)."
+    )
     wall_s: float = Field(description="First episode's start to last episode's end, seconds.")
     model_s: float = Field(
         description="Sum of the episodes' model time (phones' calls overlap: can pass wall_s)."
@@ -56,6 +58,7 @@ class EngineBusy(StrictModel):
         "little more than engine_start_s), or less when the grid started it early, in the previous build's "
         "last cells (docs/grid.md).",
     )
+    probes: int = Field(0, description="Of the episodes, navigation probes (docs/scorecard.md).")
 
 
 def seed_levels(run_dir: Path) -> tuple[int, list[int]]:
@@ -145,6 +148,7 @@ def _row(
         idle_other_s=parts["other"] if parts else None,
         engine_start_s=start[0],
         engine_start_waited_s=start[1],
+        probes=sum(e.kind == "probe" for e in episodes),
     )
 
 
@@ -155,7 +159,8 @@ def engine_busy(
     first_seed: int,
     levels: Sequence[int],
 ) -> list[EngineBusy]:
-    """One row per (build, phase) of the scored episodes, builds in the order given, phases in order."""
+    """One row per (build, phase) of the scored episodes and probes, builds in the order given, phases in
+    order: a probe's model calls occupy its build's engine as an episode's do."""
     groups: dict[tuple[str, int], list[EpisodeRecord]] = {}
     for e in episodes:
         groups.setdefault((e.build, phase_of(e.seed, first_seed, levels)), []).append(e)

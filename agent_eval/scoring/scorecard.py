@@ -312,6 +312,7 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
     chosen = resolve_reference(reference, recorded, episodes)
     facts = TaskFacts.of(read_task_entries(run_dir))
     scored = list(settle_attempts(episodes).scored.values())
+    probes = read_probes(run_dir)
 
     def steps_of(episode: EpisodeRecord) -> list[StepRecord]:
         # Read when asked, not kept: a big run's steps (prompts included) would not fit in memory at once.
@@ -329,14 +330,14 @@ def score_run(run_dir: Path, reference: str | None = None, margin: float | None 
         looks=settings.looks,
         facts=facts,
         typing=typed_accuracies(scored, facts, steps_of),
-        probes=read_probes(run_dir),
+        probes=probes,
         steps_of=steps_of,
         done_on_recorded_steps=read_done_on_recorded_steps(run_dir),
     )
     card.fidelity = read_fidelity_rows(run_dir)
     first_seed, levels = seed_levels(run_dir)
     card.engine_busy = engine_busy(
-        scored,
+        [*scored, *settle_attempts(probes).scored.values()],
         steps_of,
         read_engines(run_dir),
         first_seed,

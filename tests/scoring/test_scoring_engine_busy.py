@@ -81,3 +81,18 @@ def test_seed_levels_are_read_from_the_grid_config_of_run_json(tmp_path: Path) -
     assert seed_levels(tmp_path) == (100, [5, 20])
     (tmp_path / "run.json").write_text(json.dumps({"config": {"command": "run"}}))
     assert seed_levels(tmp_path) == (0, [])
+
+
+def test_a_probes_model_calls_count_as_its_builds_engine_work() -> None:
+    """A navigation probe asks the same engine: its calls fill the idle time it was played in."""
+    episode = _episode(0, 0.0, 10.0)
+    probe = _episode(0, 4.0, 9.0)
+    probe.kind = "probe"
+    calls = {"episode": [(1.0, 2.0)], "probe": [(5.0, 3.0)]}
+    for e in (episode, probe):
+        e.latency = StepLatency(model_s=sum(took for _, took in calls[e.kind]))
+    (alone,) = engine_busy([episode], lambda e: _steps(calls[e.kind]), {}, 0, [5])
+    (row,) = engine_busy([episode, probe], lambda e: _steps(calls[e.kind]), {}, 0, [5])
+    assert (alone.episodes, alone.probes) == (1, 0) and (row.episodes, row.probes) == (2, 1)
+    assert alone.busy_share == pytest.approx(0.2, abs=0.01)
+    assert row.busy_share == pytest.approx(0.5, abs=0.01) and row.model_s == pytest.approx(5.0)
