@@ -34,7 +34,7 @@ def test_the_default_grid_file_loads_with_the_documented_defaults(
     spec = load_grid(REPO / "grids" / "default.yaml")
     assert spec.reference == "bf16" and spec.seeds == 5 and spec.margin == pytest.approx(0.10)
     assert spec.adaptive.enabled and spec.schedule == [5, 20] and spec.adaptive.budget_minutes == 22
-    assert spec.serving == "one-at-a-time"
+    assert spec.serving == "one-at-a-time" and spec.navigation_probes == "stopped" and spec.fidelity is True
     assert resolve_path(spec.run_dir or "", spec.base).resolve() == REPO / "runs" / "default-grid"
     tasks = resolve_tasks(spec)
     assert len(tasks) == 6 and all((REPO / "tasks" / f"{t.id}.yaml").is_file() for t in tasks)
