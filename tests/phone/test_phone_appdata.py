@@ -86,6 +86,10 @@ def _change_every_app(phone: Phone) -> None:
     phone.data.db(CLOCK).update("alarm_templates", {"enabled": 1})
     phone.storage.remove("/sdcard/Download/cat.jpg")
     phone.storage.write("/sdcard/Documents/Markor/new.md", b"# new\n")
+    for db in phone.data.databases.values():  # and every app's first record, whichever apps there are
+        table = next((t for t in db.tables() if db.count(t)), None)
+        if table is not None:
+            db.delete_row(table, int(str(db.rows(table, limit=1)[0]["_id"])))
 
 
 def test_snapshot_load_restores_every_apps_data(phone: Phone) -> None:

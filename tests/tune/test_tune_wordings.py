@@ -24,7 +24,8 @@ BEFORE = json.loads((REPO / "tests" / "data" / "tune_wordings" / "before.json").
 
 @pytest.fixture(scope="module")
 def every_task() -> list[Task]:
-    return tune_tasks(REPO / "tasks")
+    """The tasks the table worded: an app added since is not in the frozen copy, and does not change it."""
+    return [t for t in tune_tasks(REPO / "tasks") if t.id in BEFORE["wordings"]]
 
 
 def test_every_instance_is_worded_as_the_old_table_worded_it(every_task: list[Task]) -> None:
@@ -34,7 +35,7 @@ def test_every_instance_is_worded_as_the_old_table_worded_it(every_task: list[Ta
             instance = task.instantiate(k)
             words = {"train": goal_variants(instance)[1:], "held_out": held_out_wordings(instance)}
             now.setdefault(task.id, {})[instance.goal] = words
-    assert now == BEFORE["wordings"]
+    assert now == BEFORE["wordings"]  # every task of the frozen copy is still there, worded the same
 
 
 def test_the_same_seed_plans_the_same_episodes_and_holds_out_the_same(every_task: list[Task]) -> None:
