@@ -18,7 +18,7 @@ from agent_eval.registry import Registry
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / "docs" / "architecture.md", REPO / "docs" / "extending.md", REPO / "tasks" / "README.md"]
-PATH_DOCS = [*DOCS, REPO / "docs" / "virtual_phone.md", REPO / "README.md"]
+PATH_DOCS = [*DOCS, REPO / "docs" / "virtual_phone.md", REPO / "README.md", REPO / "docs" / "results.md"]
 _PATH = re.compile(r"`((?:agent_eval|virtual_phone|docs|tests|tasks|builds|grids|scripts|bench)/[\w./-]*)`")
 # The registry of each plug point, as docs/architecture.md and docs/extending.md name it: (module, name).
 REGISTRIES = {

@@ -85,6 +85,14 @@ class Icon(_Strict):
     package: str
 
 
+class LauncherIcon(_Strict):
+    """Where an app's own icon sits on the home screen: in the grid of apps or in the hotseat (the bottom row
+    of four), ordered by `order` (icons without one come last, by label). The icon shows the app's label."""
+
+    place: Literal["grid", "hotseat"] = "grid"
+    order: int | None = Field(None, ge=0)
+
+
 class Screen(_Strict):
     """One activity: a title, a list of rows (or, for the launcher, icons)."""
 
@@ -123,6 +131,7 @@ class App(_Strict):
     # <activity-alias> name → its targetActivity (`.Settings` → `.homepage.SettingsHomepageActivity`).
     aliases: dict[str, str] = {}
     data: AppData = AppData()  # the app's records (appdata.py) and its default files on /sdcard
+    launcher_icon: LauncherIcon | None = None  # every app but the home app needs one (`home_screen_icons`)
 
     @model_validator(mode="after")
     def _check_links(self) -> App:
@@ -176,7 +185,8 @@ class Catalog:
         homes = [a for a in apps if a.home]
         if len(homes) != 1:
             raise PhoneConfigError(f"exactly one app must have `home: true`, found {len(homes)}")
-        self.home: App = homes[0]
+        self.home: App = with_app_icons(homes[0], apps, self.files)
+        self.apps[self.home.package] = self.home
         self._by_class: dict[tuple[str, str], str] = {}
         self._by_action: dict[str, tuple[str, str]] = {}
         for app in apps:
@@ -212,6 +222,47 @@ class Catalog:
             for ns, values in app.defaults.items():
                 merged[ns].update(values)
         return merged
+
+
+HOTSEAT_SLOTS = 4
+
+
+def with_app_icons(home: App, apps: list[App], files: dict[str, Path]) -> App:
+    """The home app with every app's `launcher_icon` on its launch screen, after the icons it lists itself.
+
+    An agent opens an app by tapping its icon (an oracle may use `monkey`, which needs none): an app without
+    an icon, an icon that names no installed app, or a full hotseat is refused here, naming the file to fix.
+    """
+    where = files.get(home.package, home.package)
+    screen = home.screens[home.launch_screen]
+    packages = {a.package for a in apps}
+    for icon in [*screen.icons, *screen.hotseat]:
+        if icon.package not in packages:
+            raise PhoneConfigError(
+                f"{where}: the home screen's icon {icon.label!r} starts {icon.package}, which no app file "
+                f"declares; fix the package or add the app's YAML file beside {where}"
+            )
+    missing = [a for a in apps if a is not home and a.launcher_icon is None]
+    if missing:
+        app = missing[0]
+        raise PhoneConfigError(
+            f"{files.get(app.package, app.package)}: app {app.package} has no launcher icon, so an agent "
+            f"cannot open it by tapping; add `launcher_icon: {{place: grid}}` to it"
+        )
+    placed = [(a, a.launcher_icon) for a in apps if a is not home and a.launcher_icon is not None]
+    placed.sort(key=lambda pair: (pair[1].order is None, pair[1].order or 0, pair[0].label))
+    grid = [Icon(label=a.label, package=a.package) for a, icon in placed if icon.place == "grid"]
+    in_hotseat = [a for a, icon in placed if icon.place == "hotseat"]
+    hotseat = [Icon(label=a.label, package=a.package) for a in in_hotseat]
+    if len(screen.hotseat) + len(hotseat) > HOTSEAT_SLOTS:
+        names = ", ".join(str(files.get(a.package, a.package)) for a in in_hotseat)
+        raise PhoneConfigError(
+            f"the hotseat holds {HOTSEAT_SLOTS} icons, and more ask for it ({names}): give one of them "
+            f"`launcher_icon: {{place: grid}}`"
+        )
+    icons = {"icons": [*screen.icons, *grid], "hotseat": [*screen.hotseat, *hotseat]}
+    screens = {**home.screens, home.launch_screen: screen.model_copy(update=icons)}
+    return home.model_copy(update={"screens": screens})
 
 
 def load_app(path: Path) -> App:

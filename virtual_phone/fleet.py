@@ -138,14 +138,18 @@ def start_fleet(
 
 
 def _tail(path: Path) -> str:
-    """The phone process's own error message if it printed one, else the last line of its log."""
+    """The phone process's own error message, all its lines, if it printed one, else the last line of its log.
+
+    The message is the last line that starts with the error prefix and every line after it (the process
+    exits after printing it): a screen check lists each screen to fix on a line of its own.
+    """
     try:
         lines = path.read_text(errors="replace").strip().splitlines()
     except OSError:
         return "(no log)"
-    errors = [ln for ln in lines if ln.startswith(ERROR_PREFIX)]
-    if errors:
-        return errors[-1].removeprefix(ERROR_PREFIX)
+    starts = [k for k, ln in enumerate(lines) if ln.startswith(ERROR_PREFIX)]
+    if starts:
+        return "\n".join(lines[starts[-1] :]).removeprefix(ERROR_PREFIX)
     return lines[-1] if lines else "(empty log)"
 
 

@@ -1,5 +1,5 @@
-"""The schema of screens bound to an app's records: a list of a table's rows (`list:`), one record (`detail:`)
-and an edit screen (`form:`), with their templates, menus and fields as apps/*.yaml declares them.
+"""The schema of screens bound to an app's records: a list of a table's rows (`records:`), one record
+(`record:`) and an edit screen (`form:`), with their templates, menus and fields as apps/*.yaml declares them.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class MenuItem(_Strict):
     label: str
     opens: str | None = None
     delete: str | None = None  # the confirm dialog's question, e.g. "Delete this contact?"
-    action: str | None = None  # an action of the app's module (screens_apps/*)
+    action: str | None = None  # an action of the app's module (app_modules/*)
     ask: str | None = None  # with `action`: a text dialog titled so, whose text the action gets
     ask_value: str = ""  # the text dialog's starting text (a template)
     choose: str = (

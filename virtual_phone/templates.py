@@ -56,13 +56,29 @@ def _items(n: object) -> str:
     return "1 item" if _int(n) == 1 else f"{_int(n)} items"
 
 
+def _duration(seconds: object) -> str:
+    """As Android's DateUtils.formatElapsedTime: `01:05`, `1:02:03` from an hour on."""
+    hours, rest = divmod(max(_int(seconds), 0), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
 FORMATS: dict[str, tuple[int, Callable[..., str]]] = {
     "items": (1, _items),  # items(count) → 1 item, 4 items
     "time": (2, _time),  # time(hour, minutes) → 7:30 AM
     "clock": (1, _clock),  # clock(epoch_ms) → 7:30 AM
     "date": (1, _date),  # date(epoch_ms) → Tue, Dec 8, 2026
     "size": (1, _size),  # size(bytes) → 1.2 kB
+    "duration": (1, _duration),  # duration(seconds) → 01:05, 1:02:03
 }
+
+
+def register_format(name: str, columns: int, show: Callable[..., str]) -> None:
+    """A format of an app's own for its templates (`{name(column, ...)}`), registered by its module in
+    app_modules/: `show` gets the record's value of each of the `columns` columns (None for NULL)."""
+    if name in FORMATS:
+        raise ValueError(f"a format named {name!r} exists already")
+    FORMATS[name] = (columns, show)
 
 
 def fill(template: str, record: Record) -> str:

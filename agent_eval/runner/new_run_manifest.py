@@ -18,7 +18,9 @@ from agent_eval.task.family import task_family, typed_fields
 
 
 def task_entry(task: Task) -> TaskEntry:
-    content = json.dumps(task.model_dump(mode="json", by_alias=True), sort_keys=True, ensure_ascii=False)
+    # The tuner's wordings are not what an episode plays: a run continues when only they change.
+    played = task.model_dump(mode="json", by_alias=True, exclude={"wordings"})
+    content = json.dumps(played, sort_keys=True, ensure_ascii=False)
     return TaskEntry(
         id=task.id,
         version=task.version,

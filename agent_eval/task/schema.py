@@ -5,6 +5,7 @@ Goal-state predicates are one-key mappings of a registered kind (task/registry.p
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,12 +92,22 @@ class OracleStep(_Strict):
     _text = field_validator("text", mode="before")(_as_text)
 
 
+class Wordings(_Strict):
+    """Other ways to say a task's goal, its `{parameters}` filled like the goal's: `agent-eval tune` words
+    some of its demonstrations by `train` so the tuned model learns the goal's meaning rather than one
+    sentence, and keeps `held_out` out of its data (for evaluation only)."""
+
+    train: list[str] = Field(default_factory=list, description="Wordings the tuning data may use.")
+    held_out: list[str] = Field(default_factory=list, description="Never in the tuning data.")
+
+
 class Task(_Strict):
     """One task file."""
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     version: int = Field(1, ge=1)
     goal: str = Field(min_length=1, description="The instruction shown to the agent.")
+    wordings: Wordings = Field(default_factory=Wordings)
     start: Start = Field(default_factory=Start)
     setup: list[Annotated[str, AfterValidator(check_setup_command)]] = Field(
         default_factory=list,
@@ -160,11 +171,19 @@ class Task(_Strict):
 
     @model_validator(mode="after")
     def _goal_placeholders(self) -> Task:
-        missing = task_params.unfilled(self.goal, task_params.placeholders(self.params))
-        if missing:
-            raise ValueError(
-                f"goal uses {', '.join('{' + m + '}' for m in missing)} but params does not define it"
-            )
+        names = task_params.placeholders(self.params)
+        texts = [("goal", self.goal)]
+        texts += [
+            (f"wordings.{split}[{k}]", w)
+            for split in ("train", "held_out")
+            for k, w in enumerate(getattr(self.wordings, split))
+        ]
+        for where, text in texts:
+            missing = task_params.unfilled(text, names)
+            if missing:
+                raise ValueError(
+                    f"{where} uses {', '.join('{' + m + '}' for m in missing)} but params does not define it"
+                )
         return self
 
     @property
@@ -188,6 +207,7 @@ class Task(_Strict):
             seed=seed,
             params=values,
             goal=resolved.goal,
+            wordings=resolved.wordings,
             start=resolved.start,
             setup=tuple(resolved.setup),
             goal_state=resolved.goal_state,
@@ -211,6 +231,7 @@ class TaskInstance:
     oracle: tuple[OracleStep, ...] | None
     answer: Predicate | None = None
     files: tuple[SeedFile, ...] = ()
+    wordings: Wordings = dataclasses.field(default_factory=Wordings)
 
     def __hash__(self) -> int:
         # The task holds lists (unhashable); an instance is identified by task, version and seed.

@@ -63,21 +63,15 @@ def training_tasks(tasks: Sequence[Task]) -> list[Task]:
     return [t for t in tasks if t.split == "train" and t.oracle is not None]
 
 
-def instance_goals(task: Task) -> list[str]:
-    """The goal of each of the task's instances (one per parameter combination)."""
-    return sorted({task.instantiate(k).goal for k in range(combinations(task.params))})
-
-
 def held_out_goals(tasks: Sequence[Task]) -> dict[str, list[str]]:
     """Per task, the wordings the collection never uses: the held-out rewordings of a training task's goals;
     every wording of a held-out task."""
     out: dict[str, list[str]] = {}
     for task in tasks:
-        goals = instance_goals(task)
+        instances = [task.instantiate(k) for k in range(combinations(task.params))]
+        words = {w for i in instances for w in held_out_wordings(i)}
         if task.split == "held_out":
-            words = {w for g in goals for w in (*goal_variants(g), *held_out_wordings(g))}
-        else:
-            words = {w for g in goals for w in held_out_wordings(g)}
+            words |= {w for i in instances for w in goal_variants(i)}
         if words:
             out[task.id] = sorted(words)
     return out
@@ -93,7 +87,7 @@ def plan_episodes(
     for k in range(per_task):
         for task in sorted(tasks, key=lambda t: t.id):
             instance = task.instantiate(k)
-            variants = [v for v in goal_variants(instance.goal) if v not in forbidden] or [instance.goal]
+            variants = [v for v in goal_variants(instance) if v not in forbidden] or [instance.goal]
             goal = variants[0] if rng.random() < 0.5 else rng.choice(variants)
             source = "oracle" if k % 3 == 0 else "recovery"
             plans.append(EpisodePlan(len(plans), task.id, k, source, goal, rng.randrange(2**31)))

@@ -17,7 +17,7 @@ from agent_eval.records import StrictModel
 from agent_eval.tune.expert import DETOUR_KINDS, SHADE_DETOUR
 
 SETTINGS_FILE = "collect.json"
-WORDINGS = 2  # the wording rules of tune/wording.py: 2 has each family's templates and held-out wordings
+WORDINGS = 2  # the goal wordings (the task files' `wordings:` since 2026-12-07, the same words as 2 was)
 
 
 class CollectSettings(StrictModel):

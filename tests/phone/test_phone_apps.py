@@ -57,7 +57,7 @@ def test_a_new_app_is_a_data_change(tmp_path: Path) -> None:
     for name in ("launcher.yaml", "settings.yaml"):
         shutil.copy(APPS_DIR / name, tmp_path / name)
     (tmp_path / "notes.yaml").write_text(
-        "package: com.example.notes\nlabel: Notes\nlaunch_screen: main\n"
+        "package: com.example.notes\nlabel: Notes\nlaunch_screen: main\nlauncher_icon: {place: grid}\n"
         "screens:\n  main:\n    title: Notes\n    activity: .NotesActivity\n"
         "    actions: [com.example.NOTES]\n"
         "    rows:\n      - {title: Shopping list, opens: list}\n"
@@ -70,6 +70,57 @@ def test_a_new_app_is_a_data_change(tmp_path: Path) -> None:
     assert catalog.find_component("com.example.notes", ".ListActivity") == "list"
     assert catalog.defaults()["secure"]["notes_sync"] == "0"
     assert catalog.apps["com.example.notes"].short_component("list") == "com.example.notes/.ListActivity"
+    home = catalog.home.screens[catalog.home.launch_screen]  # its icon after Settings' (which has an order)
+    assert [(i.label, i.package) for i in home.icons] == [
+        ("Settings", "com.android.settings"),
+        ("Notes", "com.example.notes"),
+    ]
+
+
+def test_the_home_screen_is_each_app_s_own_icon_in_order() -> None:
+    home = load_catalog().home
+    screen = home.screens[home.launch_screen]
+    # Today's apps keep their places (an app added without an `order` comes after them).
+    today = ["Clock", "Files", "Calendar", "Settings", "Contacts", "Markor"]
+    assert [i.label for i in screen.icons][: len(today)] == today
+    assert [i.label for i in screen.hotseat] == ["Phone", "Messages", "Chrome", "Camera"]
+
+
+NOTES = (
+    "package: com.example.notes\nlabel: Notes\nlaunch_screen: main\n{icon}"
+    "screens:\n  main:\n    title: Notes\n    activity: .Notes\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("icon", "launcher", "message"),
+    [
+        (
+            "",
+            "",
+            "notes.yaml: app com.example.notes has no launcher icon, so an agent cannot open it by tapping; "
+            "add `launcher_icon: {place: grid}` to it",
+        ),
+        (
+            "launcher_icon: {place: grid}\n",
+            "    icons: [{label: Notes, package: com.example.note}]\n",
+            "the home screen's icon 'Notes' starts com.example.note, which no app file declares",
+        ),
+        ("launcher_icon: {place: hotseat}\n", "", "the hotseat holds 4 icons, and more ask for it"),
+    ],
+)
+def test_an_app_that_cannot_be_tapped_open_is_refused_naming_the_file(
+    tmp_path: Path, icon: str, launcher: str, message: str
+) -> None:
+    for path in APPS_DIR.glob("*.yaml"):
+        shutil.copy(path, tmp_path / path.name)
+    launcher_file = tmp_path / "launcher.yaml"
+    launcher_file.write_text(launcher_file.read_text() + launcher)
+    (tmp_path / "notes.yaml").write_text(NOTES.format(icon=icon))
+    with pytest.raises(PhoneConfigError) as err:
+        load_catalog(tmp_path)
+    assert message in str(err.value)
+    assert str(tmp_path / ("launcher.yaml" if launcher else "notes.yaml")) in str(err.value)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,8 @@ import pytest
 from _phones import ADB, adb, sh
 
 from virtual_phone import Fleet, start_fleet
-from virtual_phone.errors import PhoneStartError
+from virtual_phone.errors import ERROR_PREFIX, PhoneStartError
+from virtual_phone.fleet import _tail
 
 BASE = 5660
 AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")
@@ -169,3 +170,19 @@ def test_the_virtual_phone_script_is_the_module_command() -> None:
     assert "from virtual_phone.cli import main" in main_module and "sys.exit(main())" in main_module
     usage = subprocess.run([*VIRTUAL_PHONE, "start", "--size", "big"], capture_output=True, timeout=30)
     assert usage.returncode == 2 and b"give WIDTHxHEIGHT" in usage.stderr
+
+
+def test_a_start_error_reaches_the_caller_with_every_line(tmp_path: Path) -> None:
+    log = tmp_path / "fleet.log"
+    log.write_text(
+        f"starting\n{ERROR_PREFIX}old error\n{ERROR_PREFIX}app screens do not fit their data; fix them:\n"
+        "  apps/x.yaml: screens.list.records.title: unknown column 'nme'\n"
+        "  apps/x.yaml: screens.edit.form.fields[0]: unknown column 'nme'\n"
+    )
+    assert _tail(log) == (
+        "app screens do not fit their data; fix them:\n"
+        "  apps/x.yaml: screens.list.records.title: unknown column 'nme'\n"
+        "  apps/x.yaml: screens.edit.form.fields[0]: unknown column 'nme'"
+    )
+    log.write_text("starting\nTraceback: boom\n")
+    assert _tail(log) == "Traceback: boom"

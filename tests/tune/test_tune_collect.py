@@ -53,7 +53,7 @@ def test_held_out_tasks_never_reach_the_dataset(collected: Path) -> None:
     assert sum(combinations(t.params) for t in held_out) >= 6  # held-out task instances
     examples, summary = read_dataset(collected)
     assert examples and not {t.id for t in held_out} & set(summary.tasks)
-    held_goals = {v for t in held_out for s in range(4) for v in goal_variants(t.instantiate(s).goal)}
+    held_goals = {v for t in held_out for s in range(4) for v in goal_variants(t.instantiate(s))}
     assert not held_goals & {ex.goal for ex in examples}
     for ex in examples:
         assert not any(goal in ex.messages[1]["content"] for goal in held_goals)

@@ -35,9 +35,11 @@ from agent_eval.tune.families import family, tune_tasks
 from agent_eval.tune.wording import goal_variants, held_out_wordings, opposite_goal
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
-APP_FAMILIES = {"calendar", "clock", "contacts", "cross", "files", "markor", "messages"}
-# Training tasks of every app family, together covering each kind of step the expert must play.
-FAMILY_TASKS = {
+# Every folder of tasks/apps/ is a family: an app added there is read by tune without this file changing.
+APP_FAMILIES = {p.name for p in (TASKS / "apps").iterdir() if p.is_dir()}
+# Training tasks, together covering each kind of step the expert must play; a family none of them is in
+# (a new app) is played by its first training task (`expert_tasks`).
+STEP_KINDS = {
     "clock_add_alarm_labelled": "clock",  # the time picker's spinners, a typed label
     "contacts_delete": "contacts",  # a long-press menu and its confirm dialog
     "contacts_find_number": "contacts",  # an answer read off the contact's card
@@ -55,6 +57,18 @@ def every_task() -> list[Task]:
     return tune_tasks(TASKS)
 
 
+def expert_tasks() -> dict[str, str]:
+    """Task id → family of the tasks the expert plays: STEP_KINDS, and one of each family without one."""
+    chosen = dict(STEP_KINDS)
+    for task in training_tasks(tune_tasks(TASKS)):
+        if family(task) in APP_FAMILIES and family(task) not in chosen.values():
+            chosen[task.id] = family(task)
+    return chosen
+
+
+FAMILY_TASKS = expert_tasks()
+
+
 def test_tune_reads_every_family_and_grids_still_read_settings_only(every_task: list[Task]) -> None:
     train = training_tasks(every_task)
     assert {family(t) for t in train} == APP_FAMILIES | {"settings"}
@@ -69,10 +83,11 @@ def test_every_training_template_has_several_wordings_and_held_out_ones(every_ta
     held = held_out_goals(every_task)
     forbidden = {w for words in held.values() for w in words}
     for task in train:
-        goal = task.instantiate(0).goal
-        usable = [v for v in goal_variants(goal) if v not in forbidden]
-        assert len(usable) >= 3, (task.id, goal, usable)
-        assert held_out_wordings(goal) and set(held[task.id]) >= set(held_out_wordings(goal)), task.id
+        instance = task.instantiate(0)
+        usable = [v for v in goal_variants(instance) if v not in forbidden]
+        assert len(usable) >= 3, (task.source, instance.goal, usable)
+        wordings = held_out_wordings(instance)
+        assert wordings and set(held[task.id]) >= set(wordings), f"{task.source}: no wordings.held_out"
     # A goal the collection uses is never another task's held-out wording (nor a held-out task's goal).
     for task in train:
         assert task.instantiate(0).goal not in forbidden, task.id

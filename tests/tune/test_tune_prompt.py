@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from _sent_prompt import sent_prompt
 
 from agent_eval.action import Action, ActionType
@@ -9,8 +11,11 @@ from agent_eval.agent import compact
 from agent_eval.agent.policy import PastStep, StepContext
 from agent_eval.agent.prompt import prompt_hash
 from agent_eval.screen.observation import Bounds, Element, Observation
+from agent_eval.task import Task, load_task
 from agent_eval.tune.collect import demo_prompt
 from agent_eval.tune.wording import goal_variants
+
+TASKS = Path(__file__).resolve().parents[2] / "tasks"
 
 
 def el(index: int, cls: str, text: str = "", **kw: object) -> Element:
@@ -54,5 +59,9 @@ def test_compact_lines_keep_what_the_agent_needs() -> None:
 
 
 def test_goal_rewordings_keep_the_goal_first() -> None:
-    assert goal_variants("Turn Wi-Fi on.")[:2] == ["Turn Wi-Fi on.", "Turn on Wi-Fi."]
-    assert goal_variants("Do something odd") == ["Do something odd"]
+    wifi_on = load_task(TASKS / "wifi_on.yaml").instantiate(0)
+    assert goal_variants(wifi_on)[:2] == ["Turn Wi-Fi on.", "Turn on Wi-Fi."]
+    odd = Task.model_validate(
+        {"id": "odd", "goal": "Do something odd", "goal_state": {"element": {"text": "x"}}}
+    )
+    assert goal_variants(odd.instantiate(0)) == ["Do something odd"]

@@ -1,8 +1,14 @@
-"""The apps' own modules: what an app does that its YAML cannot say (record sources, actions, save rules).
+"""The apps' own modules: what an app does that its YAML cannot say (record sources, actions, save rules,
+display formats).
 
-Importing this package registers every one of them.
+Importing this package imports every module in its folder, so each registers itself: a new app's module is
+a new file here and nothing else.
 """
 
-from virtual_phone.app_modules import calendar, contacts, files, markor, messages
+import importlib
+import pkgutil
 
-__all__ = ["calendar", "contacts", "files", "markor", "messages"]
+__all__ = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+for _name in __all__:
+    importlib.import_module(f"{__name__}.{_name}")
