@@ -235,12 +235,20 @@ def _claim(c: StopComparison) -> str:
     return "undecided"
 
 
+def _signed(x: float) -> str:
+    return "0.00" if abs(x) < 0.005 else f"{x:+.2f}".replace("-", "−")
+
+
 def _phrase(name: str, m: MetricComparison) -> str:
     if m.pairs == 0:
         return f"{name} not compared"
     if m.build_rate is None or m.reference_rate is None:
         return f"{name} {m.verdict.value}"
-    return f"{name} {m.verdict.value} ({m.build_rate:.2f} vs {m.reference_rate:.2f}, {m.pairs} pairs)"
+    interval = f" [{_signed(m.low)}, {_signed(m.high)}]" if m.low is not None and m.high is not None else ""
+    return (
+        f"{name} {m.verdict.value} ({m.build_rate:.2f} vs {m.reference_rate:.2f}, "
+        f"Δ {_signed(m.delta)}{interval}, {m.pairs} pairs)"
+    )
 
 
 def _sentence(c: StopComparison) -> str:

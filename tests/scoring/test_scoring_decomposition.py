@@ -89,6 +89,11 @@ def test_recognition_breaks_while_navigation_holds() -> None:
     assert c.probe_navigation.verdict.value == "NON-INFERIOR"
     assert c.false_done.verdict.value == "REGRESSION" and c.false_done.b == 20
     assert c.claim == "holds" and "holds" in c.sentence
+    # Each verdict in the sentence carries Δ and the interval of its own inference (these tasks).
+    fd = c.false_done
+    assert fd.low is not None and fd.high is not None and fd.high < 0
+    shown = f"Δ {fd.delta:+.2f} [{fd.low:+.2f}, {fd.high:+.2f}], {fd.pairs} pairs)".replace("-", "−")
+    assert f"not stopping before the goal REGRESSION (0.50 vs 1.00, {shown}" in c.sentence
 
 
 def test_navigation_breaks_and_the_claim_fails() -> None:
