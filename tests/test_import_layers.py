@@ -5,6 +5,7 @@ alone: it imports nothing of agent_eval, and only the modules that start phones 
 from __future__ import annotations
 
 import ast
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +24,10 @@ ALLOWED: dict[str, set[str]] = {
     "rundir": {"closing", "errors", "records"},
     "device": {"action", "errors", "registry", "screen", "virtual_phone"},  # the adb backend starts phones
     # Loads installed plug-ins after the built-in kinds (lazily imported) have registered.
-    "plugins": {"agent", "builds", "device", "errors", "task"},
+    "plugins": {"agent", "builds", "device", "errors", "registry", "task"},
+    # The one module a plug-in imports: every plug point's types and register functions, nothing that runs.
+    "api": {"action", "agent", "builds", "device", "errors", "plugins", "records", "registry"}
+    | {"screen", "task"},
     "task": {"action", "device", "errors", "registry", "screen"},
     "builds": {"closing", "errors", "records", "registry", "rundir"},
     "agent": {"action", "builds", "device", "errors", "registry", "screen", "task"},
@@ -73,7 +77,7 @@ ALLOWED: dict[str, set[str]] = {
     "tune": {"action", "agent", "builds", "device", "errors", "records", "runner", "screen", "task"},
     "cli": {"commands", "errors", "plugins", "virtual_phone"},  # `agent-eval device` is the phone's command
     "__main__": {"cli"},
-    "__init__": set(),
+    "__init__": {"plugins"},  # installs the plug-in loading that runs before a registry is first asked
 }
 # File and folder names of a run that only `rundir/layout.py` may spell out: everyone else asks it.
 RUN_FILES = {
@@ -269,3 +273,45 @@ def test_the_run_file_check_sees_a_name_spelled_in_an_f_string_or_a_join() -> No
     # The check must catch the ways a name was spelled before it moved to the layout module.
     spelled = "r = Path('x')\nprint(f\"wrote {r / 'fidelity.json'}\")\nr / 'thumbs'\n"
     assert sorted(_run_file_strings(spelled)) == ["fidelity.json", "thumbs"]
+
+
+# -- the public module for extenders -----------------------------------------------------------------------
+
+PLUGIN_PACKAGE = PACKAGE.parent / "tests" / "plugin_pkg"
+
+
+def test_nothing_in_the_harness_imports_the_public_module() -> None:
+    # agent_eval.api only gathers names for plug-ins: the harness depending on it would make it a layer.
+    assert all("api" not in allowed for allowed in ALLOWED.values())
+    importers = [
+        f"{_module(path)}:{line}"
+        for path in PACKAGE.rglob("*.py")
+        for name, line in _imports(path)
+        if name == "agent_eval.api" and _module(path) != "agent_eval.api"
+    ]
+    assert not importers, f"the harness imports agent_eval.api: {importers}"
+
+
+def test_the_public_module_offers_every_register_function_and_plug_point() -> None:
+    import agent_eval.api as api
+
+    defined = {
+        node.name
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("register_")
+    }
+    assert len(defined) >= 5 and defined <= set(api.__all__), sorted(defined - set(api.__all__))
+    plug_points = {"EngineKind", "EngineOptions", "RecipeKind", "Agent", "DeviceBackend", "GoalPredicate"}
+    assert plug_points <= set(api.__all__)
+    objects = {n: getattr(api, n) for n in api.__all__}
+    named = [n for n, o in objects.items() if isinstance(o, type) or inspect.isfunction(o)]
+    undocumented = [n for n in named if not objects[n].__doc__]
+    assert not undocumented, f"say what these are for: {undocumented}"
+
+
+def test_the_plugin_package_imports_only_the_public_module() -> None:
+    sources = list(PLUGIN_PACKAGE.rglob("*.py"))
+    imported = {name for path in sources for name, _ in _raw_imports(path)}
+    assert sources and imported, "the scan found no imports in the plug-in package"
+    assert {name.rpartition(".")[0] or name for name in imported} == {"agent_eval.api"}, imported
