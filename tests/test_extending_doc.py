@@ -61,7 +61,8 @@ print("text-endpoint", first_error(lambda: parse_builds([text], "builds.yaml")))
 
 
 def blocks(language: str) -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```$", PAGE.read_text(encoding="utf-8"), re.MULTILINE | re.DOTALL)
+    page = PAGE.read_text(encoding="utf-8")
+    return re.findall(rf"^```{language}\n(.*?)^```$", page, re.MULTILINE | re.DOTALL)
 
 
 def test_the_pages_python_runs_as_written_and_its_kinds_work() -> None:
