@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "docs" / "extending.md"
 
 # Run after the page's blocks, in the same module: what each block registered, used as a file would use it.
-CHECKS = '''
+CHECKS = """
 from agent_eval.agent.agents import get_agent
 from agent_eval.builds.launcher import pinned
 from agent_eval.builds.spec import parse_builds
@@ -57,7 +57,7 @@ except ConfigError as e:
 text = {"name": "text", "reference": True, "scheme": "endpoint", "engine": "text-endpoint"}
 text |= {"base_url": "http://127.0.0.1:9/v1", "model": "m", "accepts_images": True}
 print("text-endpoint", first_error(lambda: parse_builds([text], "builds.yaml")))
-'''
+"""
 
 
 def blocks(language: str) -> list[str]:
