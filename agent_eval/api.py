@@ -38,8 +38,6 @@ from __future__ import annotations
 from agent_eval.agent.agents import Agent, PromptAgent, register_agent
 from agent_eval.agent.policy import PastStep, Policy
 from agent_eval.agent.prompt import SYSTEM_PROMPT, ChatFormat, action_schema, build_prompt
-from agent_eval.builds.chat_client import ChatClient
-from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.engines import EndpointKind
 from agent_eval.builds.kinds import (
     EngineKind,
@@ -58,6 +56,8 @@ from agent_eval.builds.recipes import (
     register_recipe_kind,
 )
 from agent_eval.builds.spec import Build, EngineArgs
+from agent_eval.chat.client import ChatClient
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.device import Device, DeviceBackend, DeviceRequest, EpisodeDevice, register_device_backend
 from agent_eval.device.adb import ShellResult
 from agent_eval.errors import (

@@ -22,20 +22,34 @@ ALLOWED: dict[str, set[str]] = {
     "records": {"action"},
     "screen": {"errors"},
     "rundir": {"closing", "errors", "records"},
+    # A build's server as its users talk to it: the endpoint, the chat client, teacher forcing.
+    "chat": {"closing", "errors"},
     "device": {"action", "errors", "registry", "screen", "virtual_phone"},  # the adb backend starts phones
     # Loads installed plug-ins after the built-in kinds (lazily imported) have registered.
     "plugins": {"agent", "builds", "device", "errors", "registry", "task"},
     # The one module a plug-in imports: every plug point's types and register functions, nothing that runs.
-    "api": {"action", "agent", "builds", "device", "errors", "plugins", "records", "registry"}
+    "api": {"action", "agent", "builds", "chat", "device", "errors", "plugins", "records", "registry"}
     | {"screen", "task"},
     "task": {"action", "device", "errors", "registry", "screen"},
-    "builds": {"closing", "errors", "records", "registry", "rundir"},
-    "agent": {"action", "builds", "device", "errors", "registry", "screen", "task"},
+    "builds": {"chat", "closing", "errors", "records", "registry", "rundir"},
+    "agent": {"action", "builds", "chat", "device", "errors", "registry", "screen", "task"},
     "scoring": {"errors", "records", "rundir"},
     "report": {"action", "closing", "errors", "records", "rundir", "scoring", "screen"},
-    "runner": {"action", "agent", "builds", "device", "errors", "records", "rundir", "screen", "task"},
-    "fidelity": {"action", "agent", "builds", "errors", "records", "rundir", "scoring"},
+    "runner": {
+        "action",
+        "agent",
+        "builds",
+        "chat",
+        "device",
+        "errors",
+        "records",
+        "rundir",
+        "screen",
+        "task",
+    },
+    "fidelity": {"action", "agent", "builds", "chat", "errors", "records", "rundir", "scoring"},
     "grid": {
+        "chat",
         "fidelity",
         "agent",
         "builds",
@@ -51,6 +65,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     # Phones and engines on a Ray cluster: below the grid, above the runner (its phones are runner seats).
     "cluster": {
+        "chat",
         "agent",
         "builds",
         "device",
@@ -62,6 +77,7 @@ ALLOWED: dict[str, set[str]] = {
         "virtual_phone",  # a phone actor starts its phone
     },
     "commands": {
+        "chat",
         "builds",
         "device",
         "errors",
@@ -315,3 +331,48 @@ def test_the_plugin_package_imports_only_the_public_module() -> None:
     imported = {name for path in sources for name, _ in _raw_imports(path)}
     assert sources and imported, "the scan found no imports in the plug-in package"
     assert {name.rpartition(".")[0] or name for name in imported} == {"agent_eval.api"}, imported
+
+
+# builds/: the interface (a builds file and the plug points it names) stands above serving and preparing.
+BUILDS_INTERFACE = {"spec", "kinds", "recipes", "rungs", "bandwidth"}
+BUILDS_SERVING_AND_PREPARING = {
+    "engines",
+    "host",
+    "launcher",
+    "llama_server",
+    "llamacpp_server",
+    "llamacpp_usage",
+    "memory",
+    "_guard",
+    "prepare",
+    "prepare_ladder",
+    "recipe_kinds",
+    "gguf_rungs",
+    "gguf_file",
+    "adapter",
+    "quant_env",
+}
+
+
+def _every_import(path: Path) -> Iterator[str]:
+    """The agent_eval modules `path` imports, those only for annotations (`if TYPE_CHECKING:`) included."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("agent_eval."):
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.startswith("agent_eval."))
+
+
+def test_the_builds_interface_imports_nothing_that_serves_or_prepares() -> None:
+    folder = PACKAGE / "builds"
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    assert modules >= BUILDS_INTERFACE | BUILDS_SERVING_AND_PREPARING, (
+        "a module here was renamed: update the sets"
+    )
+    upward = [
+        f"builds/{name}.py imports {target}"
+        for name in sorted(BUILDS_INTERFACE)
+        for target in _every_import(folder / f"{name}.py")
+        if target.split(".")[2] in BUILDS_SERVING_AND_PREPARING
+    ]
+    assert not upward, "the builds interface reaches down into serving or preparing:\n" + "\n".join(upward)

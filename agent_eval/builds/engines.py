@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.builds import host
-from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.kinds import EngineKind, Launch, Serving, register_engine_kind
 from agent_eval.builds.llama_server import missing_server, server_args
 from agent_eval.builds.spec import VLLM_REJECTS, VLLM_SCHEMES, Build, EngineArgs
+from agent_eval.chat.endpoint import Endpoint
 
 __all__ = ["BUILT_IN", "LLAMACPP_OVERRIDES", "EndpointKind", "Launch", "LlamaCpp", "VllmCpu"]
 

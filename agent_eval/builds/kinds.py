@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 from pydantic import BaseModel, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
-from agent_eval.builds.endpoint import Endpoint
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.errors import ConfigError
 from agent_eval.records import StrictModel
 from agent_eval.registry import Registry

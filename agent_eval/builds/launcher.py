@@ -21,12 +21,12 @@ from types import FrameType
 import httpx
 
 from agent_eval.builds import host
-from agent_eval.builds.chat_client import Usage
-from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.kinds import ONE_AT_A_TIME, Launch, Serving
 from agent_eval.builds.memory import MemorySampler
 from agent_eval.builds.prepare import verify
 from agent_eval.builds.spec import Build
+from agent_eval.chat.client import Usage
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.errors import BuildError
 from agent_eval.records import BuildManifest, EngineRecord
 from agent_eval.rundir import (
