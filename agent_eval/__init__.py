@@ -5,3 +5,6 @@ phone it plays on is its own package, `virtual_phone`, reached through the devic
 """
 
 __version__ = "0.1.0"
+
+# Installed plug-ins load before any registry is first asked for a kind, for library users too.
+from agent_eval import plugins as _plugins  # noqa: F401

@@ -1,6 +1,10 @@
 """Loading installed plug-in packages: each entry point in group `agent_eval.plugins` names a callable that
 registers its kinds (agents, engine kinds, recipe kinds, device backends, goal predicates) on the plug points'
 registries.
+
+The CLI calls `load_plugins()` when a command starts; for code that uses the library it runs by itself the
+first time any registry is asked what it holds (`agent_eval.registry.before_first_use`), since importing
+any part of agent_eval imports this module.
 """
 
 from __future__ import annotations
@@ -8,6 +12,7 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 
 from agent_eval.errors import ConfigError
+from agent_eval.registry import before_first_use, in_use
 
 ENTRY_POINT_GROUP = "agent_eval.plugins"
 _loaded = False
@@ -22,6 +27,7 @@ def load_plugins() -> list[str]:
     if _loaded:
         return []
     _loaded = True
+    in_use()  # a registry asked later must not load them again
     _import_built_ins()
     names = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
@@ -44,3 +50,6 @@ def _import_built_ins() -> None:
     import agent_eval.builds.recipe_kinds
     import agent_eval.device.adb_backend
     import agent_eval.task.goal_kinds  # noqa: F401
+
+
+before_first_use(load_plugins)

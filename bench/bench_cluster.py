@@ -30,8 +30,8 @@ sys.path.insert(0, str(REPO / "tests"))  # the scripted endpoint and the goal-pl
 from _goal_agents import GoalAgent  # noqa: E402
 
 from agent_eval.agent.llm import LLMPolicy  # noqa: E402
-from agent_eval.builds.chat_client import ChatClient  # noqa: E402
-from agent_eval.builds.endpoint import Endpoint  # noqa: E402
+from agent_eval.chat.client import ChatClient  # noqa: E402
+from agent_eval.chat.endpoint import Endpoint  # noqa: E402
 from agent_eval.cluster.phones import cluster_phones  # noqa: E402
 from agent_eval.device.driver import Device  # noqa: E402
 from agent_eval.records import EpisodeRecord  # noqa: E402

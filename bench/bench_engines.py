@@ -34,8 +34,8 @@ from typing import Any
 
 from agent_eval.agent.prompt import action_schema
 from agent_eval.builds import Build, Serving, load_builds, prepare, serve, unavailable_reason
-from agent_eval.builds.chat_client import ChatClient
-from agent_eval.builds.endpoint import Endpoint
+from agent_eval.chat.client import ChatClient
+from agent_eval.chat.endpoint import Endpoint
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = [

@@ -24,9 +24,9 @@ from typing import Any
 
 from agent_eval.agent.prompt import action_schema
 from agent_eval.builds import load_builds, serve
-from agent_eval.builds.chat_client import ChatClient
-from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.spec import Build
+from agent_eval.chat.client import ChatClient
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.fidelity.mask import SchemaMask
 from agent_eval.fidelity.probe import BuildProber, Span, StepProbe
 from agent_eval.fidelity.result import step_kls

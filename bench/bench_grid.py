@@ -28,7 +28,7 @@ from rich.console import Console
 
 from agent_eval.agent.prompt import action_schema
 from agent_eval.builds import load_builds, prepare, serve
-from agent_eval.builds.chat_client import ChatClient
+from agent_eval.chat.client import ChatClient
 from agent_eval.device.driver import Device
 from agent_eval.grid import GridSpec, run_grid
 from virtual_phone import start_fleet

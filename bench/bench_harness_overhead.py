@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO / "tests"))  # the scripted endpoint is a test helpe
 from scripted_endpoint import DONE, ScriptedEndpoint, tap  # noqa: E402
 
 from agent_eval.agent.llm import LLMPolicy  # noqa: E402
-from agent_eval.builds.chat_client import ChatClient  # noqa: E402
-from agent_eval.builds.endpoint import Endpoint  # noqa: E402
+from agent_eval.chat.client import ChatClient  # noqa: E402
+from agent_eval.chat.endpoint import Endpoint  # noqa: E402
 from agent_eval.device.driver import Device  # noqa: E402
 from agent_eval.runner.episode import run_episode  # noqa: E402
 from agent_eval.task import load_task  # noqa: E402

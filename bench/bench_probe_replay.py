@@ -22,7 +22,7 @@ from typing import Any
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import StepContext
 from agent_eval.builds import load_builds, prepare, serve, unavailable_reason
-from agent_eval.builds.chat_client import ChatClient
+from agent_eval.chat.client import ChatClient
 from agent_eval.device.driver import Device
 from agent_eval.task import load_task, start_episode
 from virtual_phone import start_fleet

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_eval.builds.chat_client import Usage
+from agent_eval.chat.client import Usage
 
 
 class NullChatClient:

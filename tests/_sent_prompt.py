@@ -8,8 +8,8 @@ from scripted_endpoint import ScriptedEndpoint, tap
 
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import Decision, StepContext
-from agent_eval.builds.chat_client import ChatClient
-from agent_eval.builds.endpoint import Endpoint
+from agent_eval.chat.client import ChatClient
+from agent_eval.chat.endpoint import Endpoint
 
 
 def sent_prompt(context: StepContext, agent: str) -> tuple[Decision, list[dict[str, Any]]]:

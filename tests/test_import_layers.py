@@ -5,6 +5,7 @@ alone: it imports nothing of agent_eval, and only the modules that start phones 
 from __future__ import annotations
 
 import ast
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,17 +22,34 @@ ALLOWED: dict[str, set[str]] = {
     "records": {"action"},
     "screen": {"errors"},
     "rundir": {"closing", "errors", "records"},
+    # A build's server as its users talk to it: the endpoint, the chat client, teacher forcing.
+    "chat": {"closing", "errors"},
     "device": {"action", "errors", "registry", "screen", "virtual_phone"},  # the adb backend starts phones
     # Loads installed plug-ins after the built-in kinds (lazily imported) have registered.
-    "plugins": {"agent", "builds", "device", "errors", "task"},
+    "plugins": {"agent", "builds", "device", "errors", "registry", "task"},
+    # The one module a plug-in imports: every plug point's types and register functions, nothing that runs.
+    "api": {"action", "agent", "builds", "chat", "device", "errors", "plugins", "records", "registry"}
+    | {"screen", "task"},
     "task": {"action", "device", "errors", "registry", "screen"},
-    "builds": {"closing", "errors", "records", "registry", "rundir"},
-    "agent": {"action", "builds", "device", "errors", "registry", "screen", "task"},
+    "builds": {"chat", "closing", "errors", "records", "registry", "rundir"},
+    "agent": {"action", "builds", "chat", "device", "errors", "registry", "screen", "task"},
     "scoring": {"errors", "records", "rundir"},
     "report": {"action", "closing", "errors", "records", "rundir", "scoring", "screen"},
-    "runner": {"action", "agent", "builds", "device", "errors", "records", "rundir", "screen", "task"},
-    "fidelity": {"action", "agent", "builds", "errors", "records", "rundir", "scoring"},
+    "runner": {
+        "action",
+        "agent",
+        "builds",
+        "chat",
+        "device",
+        "errors",
+        "records",
+        "rundir",
+        "screen",
+        "task",
+    },
+    "fidelity": {"action", "agent", "builds", "chat", "errors", "records", "rundir", "scoring"},
     "grid": {
+        "chat",
         "fidelity",
         "agent",
         "builds",
@@ -47,6 +65,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     # Phones and engines on a Ray cluster: below the grid, above the runner (its phones are runner seats).
     "cluster": {
+        "chat",
         "agent",
         "builds",
         "device",
@@ -58,6 +77,7 @@ ALLOWED: dict[str, set[str]] = {
         "virtual_phone",  # a phone actor starts its phone
     },
     "commands": {
+        "chat",
         "builds",
         "device",
         "errors",
@@ -73,7 +93,7 @@ ALLOWED: dict[str, set[str]] = {
     "tune": {"action", "agent", "builds", "device", "errors", "records", "runner", "screen", "task"},
     "cli": {"commands", "errors", "plugins", "virtual_phone"},  # `agent-eval device` is the phone's command
     "__main__": {"cli"},
-    "__init__": set(),
+    "__init__": {"plugins"},  # installs the plug-in loading that runs before a registry is first asked
 }
 # File and folder names of a run that only `rundir/layout.py` may spell out: everyone else asks it.
 RUN_FILES = {
@@ -269,3 +289,90 @@ def test_the_run_file_check_sees_a_name_spelled_in_an_f_string_or_a_join() -> No
     # The check must catch the ways a name was spelled before it moved to the layout module.
     spelled = "r = Path('x')\nprint(f\"wrote {r / 'fidelity.json'}\")\nr / 'thumbs'\n"
     assert sorted(_run_file_strings(spelled)) == ["fidelity.json", "thumbs"]
+
+
+# -- the public module for extenders -----------------------------------------------------------------------
+
+PLUGIN_PACKAGE = PACKAGE.parent / "tests" / "plugin_pkg"
+
+
+def test_nothing_in_the_harness_imports_the_public_module() -> None:
+    # agent_eval.api only gathers names for plug-ins: the harness depending on it would make it a layer.
+    assert all("api" not in allowed for allowed in ALLOWED.values())
+    importers = [
+        f"{_module(path)}:{line}"
+        for path in PACKAGE.rglob("*.py")
+        for name, line in _imports(path)
+        if name == "agent_eval.api" and _module(path) != "agent_eval.api"
+    ]
+    assert not importers, f"the harness imports agent_eval.api: {importers}"
+
+
+def test_the_public_module_offers_every_register_function_and_plug_point() -> None:
+    import agent_eval.api as api
+
+    defined = {
+        node.name
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("register_")
+    }
+    assert len(defined) >= 5 and defined <= set(api.__all__), sorted(defined - set(api.__all__))
+    plug_points = {"EngineKind", "EngineOptions", "RecipeKind", "Agent", "DeviceBackend", "GoalPredicate"}
+    assert plug_points <= set(api.__all__)
+    objects = {n: getattr(api, n) for n in api.__all__}
+    named = [n for n, o in objects.items() if isinstance(o, type) or inspect.isfunction(o)]
+    undocumented = [n for n in named if not objects[n].__doc__]
+    assert not undocumented, f"say what these are for: {undocumented}"
+
+
+def test_the_plugin_package_imports_only_the_public_module() -> None:
+    sources = list(PLUGIN_PACKAGE.rglob("*.py"))
+    imported = {name for path in sources for name, _ in _raw_imports(path)}
+    assert sources and imported, "the scan found no imports in the plug-in package"
+    assert {name.rpartition(".")[0] or name for name in imported} == {"agent_eval.api"}, imported
+
+
+# builds/: the interface (a builds file and the plug points it names) stands above serving and preparing.
+BUILDS_INTERFACE = {"spec", "kinds", "recipes", "rungs", "bandwidth"}
+BUILDS_SERVING_AND_PREPARING = {
+    "engines",
+    "host",
+    "launcher",
+    "llama_server",
+    "llamacpp_server",
+    "llamacpp_usage",
+    "memory",
+    "_guard",
+    "prepare",
+    "prepare_ladder",
+    "recipe_kinds",
+    "gguf_rungs",
+    "gguf_file",
+    "adapter",
+    "quant_env",
+}
+
+
+def _every_import(path: Path) -> Iterator[str]:
+    """The agent_eval modules `path` imports, those only for annotations (`if TYPE_CHECKING:`) included."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("agent_eval."):
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.startswith("agent_eval."))
+
+
+def test_the_builds_interface_imports_nothing_that_serves_or_prepares() -> None:
+    folder = PACKAGE / "builds"
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    assert modules >= BUILDS_INTERFACE | BUILDS_SERVING_AND_PREPARING, (
+        "a module here was renamed: update the sets"
+    )
+    upward = [
+        f"builds/{name}.py imports {target}"
+        for name in sorted(BUILDS_INTERFACE)
+        for target in _every_import(folder / f"{name}.py")
+        if target.split(".")[2] in BUILDS_SERVING_AND_PREPARING
+    ]
+    assert not upward, "the builds interface reaches down into serving or preparing:\n" + "\n".join(upward)

@@ -14,8 +14,8 @@ from agent_eval.agent.llm import LLMPolicy, PromptFormat
 from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Policy
 from agent_eval.agent.prompt import ChatFormat, action_schema, build_prompt
-from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.spec import Build, add_build_check, declare_prompt_extension
+from agent_eval.chat.client import ChatClient
 from agent_eval.errors import ConfigError
 from agent_eval.registry import Registry
 from agent_eval.screen.observation import Observation

@@ -11,7 +11,7 @@ from typing import Any
 from agent_eval.agent.parse import ParsedAnswer, parse_action
 from agent_eval.agent.policy import Decision, StepContext, recent
 from agent_eval.agent.prompt import Prompt, action_schema, build_prompt, with_answer, without_stops
-from agent_eval.builds.chat_client import ChatClient
+from agent_eval.chat.client import ChatClient
 from agent_eval.screen.observation import Observation
 
 # How an agent words one step for the model: called as `prompt.build_prompt` is (the default).

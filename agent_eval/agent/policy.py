@@ -58,6 +58,8 @@ class Decision:
 
 
 class Policy(Protocol):
+    """What plays a build's episodes: one decision per step, from the step's context (an agent makes it)."""
+
     def decide(self, context: StepContext) -> Decision:
         """Choose the next action. Raise EngineError for engine failures (an infra error, retried)."""
         ...

@@ -3,6 +3,7 @@
 Public API: load_builds, Build, BuildSet, prepare, serve, ServedBuild, Serving, unavailable_reason.
 """
 
+import agent_eval.builds.engines  # (the built-in engine kinds register on import)
 import agent_eval.builds.recipe_kinds  # noqa: F401  (the built-in recipe kinds register on import)
 from agent_eval.builds.host import unavailable_reason
 from agent_eval.builds.kinds import Serving

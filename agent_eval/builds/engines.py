@@ -7,15 +7,16 @@ start nothing and are only connected to.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent_eval.builds import host
-from agent_eval.builds.endpoint import Endpoint
-from agent_eval.builds.kinds import EngineKind, Serving, register_engine_kind
+from agent_eval.builds.kinds import EngineKind, Launch, Serving, register_engine_kind
 from agent_eval.builds.llama_server import missing_server, server_args
-from agent_eval.builds.spec import VLLM_REJECTS, VLLM_SCHEMES, Build
+from agent_eval.builds.spec import VLLM_REJECTS, VLLM_SCHEMES, Build, EngineArgs
+from agent_eval.chat.endpoint import Endpoint
+
+__all__ = ["BUILT_IN", "LLAMACPP_OVERRIDES", "EndpointKind", "Launch", "LlamaCpp", "VllmCpu"]
 
 # Request fields llama.cpp's server needs on every request to sample like vLLM (docs/builds.md).
 LLAMACPP_OVERRIDES: tuple[tuple[str, object], ...] = (
@@ -25,18 +26,6 @@ LLAMACPP_OVERRIDES: tuple[tuple[str, object], ...] = (
     ("top_k", 0),
     ("min_p", 0.0),
 )
-
-
-@dataclass(frozen=True)
-class Launch:
-    """Everything needed to start one build's server and know when it answers."""
-
-    command: list[str]
-    env: dict[str, str]  # the engine-relevant variables, added to the harness's environment
-    ready_path: str  # GET this (relative to the server root) until it answers 200
-    endpoint: Endpoint
-    pinning: dict[str, Any] = field(default_factory=dict)
-    unset: tuple[str, ...] = ()  # removed from the inherited environment unless `env` sets them
 
 
 def _endpoint(build: Build, base_url: str, **engine_specific: Any) -> Endpoint:
@@ -70,10 +59,8 @@ def _worker_in_engine_core(cpus: list[int]) -> dict[str, str]:
 
 
 def vllm_launch(build: Build, model_dir: Path, port: int) -> Launch:
-    args = build.engine_args
-    prefix, pinning = host.pinning_prefix(build.name, build.pinning)
+    args = build.options(EngineArgs)
     command = [
-        *prefix,
         str(host.engine_python()),
         "-m",
         "vllm.entrypoints.openai.api_server",
@@ -112,7 +99,7 @@ def vllm_launch(build: Build, model_dir: Path, port: int) -> Launch:
         env.update(_worker_in_engine_core(build.pinning.cpu_ids()))
     if kv_gib.is_integer():
         env["VLLM_CPU_KVCACHE_SPACE"] = str(int(kv_gib))
-    pinning["omp_threads_bind"] = build.pinning.cpus
+    pinning: dict[str, Any] = {"omp_threads_bind": build.pinning.cpus}
     endpoint = _endpoint(build, f"http://{host.bind_address()}:{port}/v1", structured_output=True)
     # A VLLM_CPU_KVCACHE_SPACE in the harness's environment would override the build's own KV size.
     return Launch(command, env, "/health", endpoint, pinning, unset=("VLLM_CPU_KVCACHE_SPACE",))
@@ -121,11 +108,9 @@ def vllm_launch(build: Build, model_dir: Path, port: int) -> Launch:
 def llama_server_launch(build: Build, gguf: Path, port: int, slots: int) -> Launch:
     """llama.cpp's llama-server: `slots` requests at once with continuous batching, the action schema as
     each request's grammar (OpenAI's json_schema form), a seed per request."""
-    args = build.engine_args
-    prefix, pinning = host.pinning_prefix(build.name, build.pinning)
+    args = build.options(EngineArgs)
     threads = args.n_threads or len(build.pinning.cpu_ids())
     command = [
-        *prefix,
         *server_args(
             gguf=gguf,
             alias=build.served_name,
@@ -137,7 +122,6 @@ def llama_server_launch(build: Build, gguf: Path, port: int, slots: int) -> Laun
         ),
         *args.extra_args,
     ]
-    pinning["n_threads"] = threads
     endpoint = _endpoint(
         build,
         f"http://{host.bind_address()}:{port}/v1",
@@ -146,16 +130,14 @@ def llama_server_launch(build: Build, gguf: Path, port: int, slots: int) -> Laun
     )
     # LLAMA_ARG_* variables would change the server's options behind the command's back.
     unset = tuple(k for k in os.environ if k.startswith("LLAMA_ARG_"))
-    return Launch(command, {}, "/health", endpoint, pinning, unset=unset)
+    return Launch(command, {}, "/health", endpoint, {"n_threads": threads}, unset=unset)
 
 
 def llamacpp_python_launch(build: Build, gguf: Path, port: int) -> Launch:
     """llama-cpp-python's server with the requests teacher forcing needs (one request at a time)."""
-    args = build.engine_args
-    prefix, pinning = host.pinning_prefix(build.name, build.pinning)
+    args = build.options(EngineArgs)
     threads = args.n_threads or len(build.pinning.cpu_ids())
     command = [
-        *prefix,
         str(host.engine_python()),
         "-m",
         "agent_eval.builds.llamacpp_server",  # llama_cpp.server plus the requests teacher forcing needs
@@ -178,7 +160,6 @@ def llamacpp_python_launch(build: Build, gguf: Path, port: int) -> Launch:
     if args.logits_all:
         command += ["--logits_all", "True"]
     command += args.extra_args
-    pinning["n_threads"] = threads
     endpoint = _endpoint(
         build,
         f"http://{host.bind_address()}:{port}/v1",
@@ -188,6 +169,7 @@ def llamacpp_python_launch(build: Build, gguf: Path, port: int) -> Launch:
         extra_body=LLAMACPP_OVERRIDES,
     )
     # llama.cpp answers 404 on /health; /v1/models answers once the model is loaded.
+    pinning = {"n_threads": threads}
     return Launch(command, {"HF_HUB_OFFLINE": "1"}, "/v1/models", endpoint, pinning)
 
 
@@ -206,6 +188,7 @@ class VllmCpu:
     """vLLM's CPU backend, started per build from prepared Hugging Face weights."""
 
     name = "vllm-cpu"
+    options = EngineArgs  # the fields builds files wrote before kinds had options of their own
     starts_server = True
     prepares_without_engine = False
     teacher_forcing = True  # prompt_logprobs over token ids is a vLLM API
@@ -236,7 +219,7 @@ class VllmCpu:
         raise AssertionError(f"{build.name}: vllm-cpu builds are started, not connected to")
 
     def manifest_mode(self, build: Build) -> str | None:
-        return build.engine_args.mode
+        return build.options(EngineArgs).mode
 
 
 class LlamaCpp:
@@ -247,6 +230,7 @@ class LlamaCpp:
     """
 
     name = "llama.cpp"
+    options = EngineArgs  # the fields builds files wrote before kinds had options of their own
     starts_server = True
     prepares_without_engine = True  # llama.cpp's converter and quantizer need no server
     teacher_forcing = True  # its teacher-forcing server answers vLLM's /tokenize and prompt_logprobs
@@ -284,6 +268,7 @@ class EndpointKind:
     """A server someone else runs: the harness only connects to the build's base_url."""
 
     name = "endpoint"
+    options = EngineArgs  # the fields builds files wrote before kinds had options of their own
     starts_server = False
     prepares_without_engine = False
     teacher_forcing = False  # someone else's server: not known to score given tokens

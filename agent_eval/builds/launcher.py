@@ -14,19 +14,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
 import httpx
 
 from agent_eval.builds import host
-from agent_eval.builds.chat_client import Usage
-from agent_eval.builds.endpoint import Endpoint
-from agent_eval.builds.engines import Launch
-from agent_eval.builds.kinds import ONE_AT_A_TIME, Serving
+from agent_eval.builds.kinds import ONE_AT_A_TIME, Launch, Serving
 from agent_eval.builds.memory import MemorySampler
 from agent_eval.builds.prepare import verify
 from agent_eval.builds.spec import Build
+from agent_eval.chat.client import Usage
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.errors import BuildError
 from agent_eval.records import BuildManifest, EngineRecord
 from agent_eval.rundir import (
@@ -101,7 +101,8 @@ class ServedBuild:
         path = self.manifest.model_path
         assert path is not None
         self._lease = self._lease_port()
-        self._launch = self.build.kind.launch(self.build, Path(path), self._lease.port, self.serving)
+        launch = self.build.kind.launch(self.build, Path(path), self._lease.port, self.serving)
+        self._launch = pinned(self.build, launch)
         self.endpoint = self._launch.endpoint
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
@@ -280,6 +281,13 @@ class ServedBuild:
         record = self.record(usage)
         write_engine_record(self.run_dir, record)
         return record
+
+
+def pinned(build: Build, launch: Launch) -> Launch:
+    """The kind's launch under the build's pinning: numactl or taskset in front of its command, and the
+    record of what was applied (the kind's own entries, such as its thread count, after it)."""
+    prefix, applied = host.pinning_prefix(build.name, build.pinning)
+    return replace(launch, command=[*prefix, *launch.command], pinning={**applied, **launch.pinning})
 
 
 def _environment(launch: Launch) -> dict[str, str]:

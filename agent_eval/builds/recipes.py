@@ -169,7 +169,7 @@ class _RegisteredKinds:
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
         choices: dict[Any, CoreSchema] = {
-            name: handler.generate_schema(kind.fields) for name, kind in RECIPE_KINDS.in_order()
+            name: handler.generate_schema(kind.fields) for name, kind in RECIPE_KINDS.registered()
         }
         if not choices:  # while the built-in kinds are being defined
             return handler.generate_schema(Recipe)
@@ -177,7 +177,7 @@ class _RegisteredKinds:
             choices,
             discriminator=kind_of,
             custom_error_type="unknown_recipe_kind",
-            custom_error_message="unknown recipe kind; known: " + ", ".join(RECIPE_KINDS.names()),
+            custom_error_message="unknown recipe kind; known: " + ", ".join(sorted(choices)),
         )
 
 

@@ -9,12 +9,23 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from agent_eval.builds.kinds import EngineKind, engine_kind, engine_kinds
+from agent_eval.builds.kinds import (
+    ENGINE_KINDS,
+    UNKNOWN_ENGINE,
+    AnyEngineOptions,
+    EngineKind,
+    EngineOptions,
+    engine_kind,
+    engine_kinds,
+    for_engine,
+    holds_engine_options,
+    options_model,
+)
 from agent_eval.builds.recipes import (
     RECIPE_KINDS,
     AnyRecipe,
@@ -26,6 +37,7 @@ from agent_eval.builds.recipes import (
 from agent_eval.builds.rungs import rung_info
 from agent_eval.errors import ConfigError
 from agent_eval.records import BuildManifest, StrictModel
+from agent_eval.registry import in_use
 
 # Nominal bits per weight of each scheme, for builds that do not state their own.
 NOMINAL_BITS: dict[str, float] = {
@@ -61,11 +73,13 @@ VLLM_REJECTS = {
 
 StructuredOutput = Literal["json_schema", "json_object", "off"]
 
+OptionsT = TypeVar("OptionsT", bound=EngineOptions)
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 
-class EngineArgs(StrictModel):
-    """How the engine is started for this build; every field is recorded in the build's manifest."""
+class EngineArgs(EngineOptions):
+    """The options of the built-in engine kinds (vllm-cpu, llama.cpp, endpoint): how the engine is started
+    for this build; every field is recorded in the build's manifest."""
 
     max_model_len: int = Field(2048, gt=0, description="Longest prompt + answer the server accepts (tokens).")
     kv_cache_space_gib: float = Field(
@@ -77,7 +91,6 @@ class EngineArgs(StrictModel):
     n_threads: int | None = Field(None, gt=0, description="llama.cpp threads; default: the pinned CPU count.")
     n_ctx: int | None = Field(None, gt=0, description="llama.cpp context; default: max_model_len.")
     logits_all: bool = Field(False, description="llama.cpp: keep logits for logprobs (costs memory).")
-    startup_timeout_s: float = Field(420.0, gt=0, description="How long to wait for the server to answer.")
     extra_args: list[str] = Field(default_factory=list, description="Passed to the server command verbatim.")
 
     @property
@@ -158,7 +171,9 @@ class Build(StrictModel):
     model_path: str | None = Field(None, description="HF checkpoint dir (vLLM) or .gguf file (llama.cpp).")
     base_url: str | None = Field(None, description="endpoint builds: e.g. http://host:8000/v1")
     model: str | None = Field(None, description="Served model name; default: the build name.")
-    engine_args: EngineArgs = Field(default_factory=EngineArgs)
+    engine_args: AnyEngineOptions = Field(
+        default_factory=EngineOptions, description="Validated against the engine kind's `options` model."
+    )
     pinning: Pinning = Field(default_factory=Pinning)
     sampling: Sampling = Field(default_factory=Sampling)
     accepts_images: bool = Field(
@@ -205,6 +220,13 @@ class Build(StrictModel):
         "{engine_host: 1} (docs/cluster.md); not part of the manifest, placement changes no result.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _options_of_its_engine(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {**data, "engine_args": for_engine(data.get("engine"), data.get("engine_args"))}
+        return data
+
     @field_validator("scheme")
     @classmethod
     def _scheme_lower(cls, value: str) -> str:
@@ -239,6 +261,15 @@ class Build(StrictModel):
     @property
     def kind(self) -> EngineKind:
         return engine_kind(self.engine)
+
+    def options(self, model: type[OptionsT]) -> OptionsT:
+        """This build's `engine_args` as its engine kind's options model (validated as one on load)."""
+        if not isinstance(self.engine_args, model):
+            raise TypeError(
+                f"build {self.name!r}: its engine_args were validated as {type(self.engine_args).__name__}, "
+                f"not {model.__name__} (engine {self.engine!r})"
+            )
+        return self.engine_args
 
     @property
     def served_name(self) -> str:
@@ -338,6 +369,7 @@ def _agent_said(agent: str | None) -> str:
 
 
 holds_recipes(Build, BuildSet)
+holds_engine_options(Build, BuildSet)
 
 
 def repo_root() -> Path:
@@ -359,6 +391,8 @@ def _where(loc: tuple[int | str, ...], data: Any = None) -> str:
     for before, part in zip((None, *loc), loc, strict=False):
         if before == "prepare" and part in RECIPE_KINDS:
             continue  # the recipe kind a field was validated as: the file does not write it there
+        if before == "engine_args" and (part in ENGINE_KINDS or part == UNKNOWN_ENGINE):
+            continue  # the engine kind whose options they were validated as
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     builds = data.get("builds") if isinstance(data, dict) else None
     if isinstance(builds, list) and len(loc) > 1 and loc[0] == "builds" and isinstance(loc[1], int):
@@ -368,16 +402,28 @@ def _where(loc: tuple[int | str, ...], data: Any = None) -> str:
     return out or "(top level)"
 
 
+def _message(err: Any) -> str:
+    """Pydantic's message, or for a key an engine kind's options do not know, the options it has."""
+    loc = tuple(err["loc"])
+    at = loc.index("engine_args") if "engine_args" in loc else -1
+    if err["type"] == "extra_forbidden" and 0 <= at < len(loc) - 2 and loc[at + 1] in ENGINE_KINDS:
+        engine = str(loc[at + 1])
+        known = ", ".join(options_model(engine_kind(engine)).model_fields)
+        return f"not an option of engine {engine!r} (its engine_args: {known})"
+    return str(err["msg"]).removeprefix("Value error, ")
+
+
 def parse_builds(data: Any, source: str) -> BuildSet:
     """Validate already-loaded YAML data; errors name the source and the field."""
     if isinstance(data, list):
         data = {"builds": data}
+    in_use()  # installed plug-ins' engine and recipe kinds are in the schema before it validates
     try:
         return BuildSet.model_validate(data)
     except ValidationError as e:
         lines = []
         for err in e.errors():
-            lines.append(f"  {_where(tuple(err['loc']), data)}: {err['msg'].removeprefix('Value error, ')}")
+            lines.append(f"  {_where(tuple(err['loc']), data)}: {_message(err)}")
         raise ConfigError(f"{source}: invalid build file:\n" + "\n".join(lines)) from None
 
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from agent_eval.builds import Build
-from agent_eval.builds.chat_client import Usage, add_usage
-from agent_eval.builds.endpoint import Endpoint
+from agent_eval.chat.client import Usage, add_usage
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.cluster.connect import check_engines, check_phones, connect, disconnect, nodes
 from agent_eval.cluster.engines import ClusterEngines
 from agent_eval.cluster.phones import RemoteSeat, Say, cluster_phones

@@ -19,8 +19,8 @@ from typing import Any
 
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import Policy
-from agent_eval.builds.chat_client import ChatClient, Usage, add_usage
-from agent_eval.builds.endpoint import Endpoint
+from agent_eval.chat.client import ChatClient, Usage, add_usage
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.cluster.connect import PHONE, check_phones, nodes, ray_module
 from agent_eval.device.adb import online_serials
 from agent_eval.device.driver import Device

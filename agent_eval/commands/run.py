@@ -14,8 +14,8 @@ from typing import Any
 import click
 from rich.console import Console
 
-from agent_eval.builds.chat_client import check_endpoint_url
 from agent_eval.builds.spec import BuildSet, parse_builds
+from agent_eval.chat.client import check_endpoint_url
 from agent_eval.device.backend import DeviceRequest, device_backend
 from agent_eval.errors import ConfigError
 from agent_eval.grid import is_grid_file, run_from_path, run_grid, spec_from

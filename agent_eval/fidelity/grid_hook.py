@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.spec import Build
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.errors import AgentEvalError
 from agent_eval.fidelity.early_warning import early_warning, read_warnings, record_warning, sentence
 from agent_eval.fidelity.probe import Span, StepProbe

@@ -28,9 +28,9 @@ from pydantic import Field
 from agent_eval.action import Action
 from agent_eval.agent.parse import parse_action
 from agent_eval.agent.prompt import action_schema, with_answer
-from agent_eval.builds.chat_client import ChatClient
-from agent_eval.builds.endpoint import Endpoint
-from agent_eval.builds.teacher import TeacherClient
+from agent_eval.chat.client import ChatClient
+from agent_eval.chat.endpoint import Endpoint
+from agent_eval.chat.teacher import TeacherClient
 from agent_eval.fidelity.mask import SchemaMask
 from agent_eval.fidelity.metrics import greedy_reproduces, p_done, same_action
 from agent_eval.fidelity.steps import SourceStep

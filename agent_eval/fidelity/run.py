@@ -15,10 +15,10 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agent_eval.agent.prompt import action_schema
-from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.kinds import Serving
 from agent_eval.builds.launcher import serve
 from agent_eval.builds.spec import Build
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.errors import RunStoreError
 from agent_eval.fidelity.mask import SchemaMask
 from agent_eval.fidelity.probe import BuildProber, Span, StepProbe

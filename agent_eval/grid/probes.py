@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from typing import Literal
 
 from agent_eval.builds import Build
+from agent_eval.builds.kinds import keeps_draw_under_mask
 from agent_eval.errors import ConfigError
 from agent_eval.records import EpisodeRecord
 from agent_eval.runner.loop import Cell, FollowUp
@@ -21,7 +22,7 @@ ProbeRule = Literal["off", "stopped", "all"]
 
 def keeps_draw(build: Build) -> bool:
     """Whether the build's engine keeps its draw when tokens are masked (its kind's keeps_draw_under_mask)."""
-    return bool(getattr(build.kind, "keeps_draw_under_mask", False))
+    return keeps_draw_under_mask(build.kind)
 
 
 def probe_follow_up(

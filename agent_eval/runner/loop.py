@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from agent_eval.agent.policy import Policy
-from agent_eval.builds.endpoint import Endpoint
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import InfraError
 from agent_eval.records import BuildManifest, EpisodeKind, EpisodeRecord, Outcome

@@ -14,6 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from agent_eval.errors import TaskError
+from agent_eval.registry import in_use
 from agent_eval.task.params import choose, combinations
 from agent_eval.task.schema import Task, predicate_kinds, task_models
 
@@ -81,6 +82,7 @@ def task_from_data(data: Any, source: Path | str) -> Task:
         raise TaskError(
             f"{source}: a task file is a YAML mapping (id, goal, goal_state, ...), got {type(data).__name__}"
         )
+    in_use()  # installed plug-ins' predicates are in the schema before it validates
     try:
         task = Task.model_validate(data)
     except ValidationError as e:

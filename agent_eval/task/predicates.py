@@ -5,25 +5,12 @@ Device reads are made lazily and at most once per evaluation, so `all:` of three
 
 from __future__ import annotations
 
-from typing import Protocol
-
-from agent_eval.device.driver import ShellResult
 from agent_eval.screen.observation import Element, Observation
 from agent_eval.screen.uitree import parse_ui
 from agent_eval.task.goal_kinds import matching_elements
-from agent_eval.task.registry import GoalPredicate
+from agent_eval.task.registry import GoalPredicate, StateSource
 
-
-class StateSource(Protocol):
-    """What the predicates read from a device (agent_eval.device.Device satisfies it)."""
-
-    def shell(self, cmd: str, timeout_s: float = 10, *, idempotent: bool = False) -> ShellResult: ...
-
-    def setting(self, namespace: str, key: str) -> str | None: ...
-
-    def focused_activity(self) -> str: ...
-
-    def settled_ui(self) -> str: ...
+__all__ = ["StateSource", "goal_holds"]
 
 
 class _Probe:

@@ -11,9 +11,32 @@ from typing import Annotated, Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
+from agent_eval.device.adb import ShellResult
 from agent_eval.errors import ConfigError
 from agent_eval.registry import Registry
 from agent_eval.screen.observation import Element, Observation
+
+
+class StateSource(Protocol):
+    """The device as a goal predicate reads it (the adb `Device` and every `EpisodeDevice` satisfy it)."""
+
+    def shell(self, cmd: str, timeout_s: float = 10, *, idempotent: bool = False) -> ShellResult:
+        """Run `cmd` in the device's shell (as adb's shell user); `idempotent`: safe to retry on a dropped
+        connection. A failing command is a non-zero `exit_code`, not an exception; DeviceError: the device
+        itself failed (infra)."""
+        ...
+
+    def setting(self, namespace: str, key: str) -> str | None:
+        """`settings get <namespace> <key>` (namespace: system, secure or global); None when unset."""
+        ...
+
+    def focused_activity(self) -> str:
+        """The focused activity's component, e.g. `com.android.settings/.SubSettings`."""
+        ...
+
+    def settled_ui(self) -> str:
+        """The screen's view hierarchy (uiautomator XML) once it has stopped changing."""
+        ...
 
 
 class Probe(Protocol):
@@ -22,7 +45,9 @@ class Probe(Protocol):
     observation: Observation | None
 
     @property
-    def device(self) -> Any: ...  # a StateSource (task/predicates.py); plug-ins may need more of it
+    def device(self) -> StateSource:
+        """The device under test (`probe.device.shell(...)`, `probe.device.setting(...)`)."""
+        ...
 
     def nodes(self) -> tuple[Element, ...]: ...
 
@@ -74,7 +99,7 @@ class _RegisteredKinds:
     """The pydantic schema of `Predicate`: a tagged union of the kinds registered when it is built."""
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        choices: dict[Any, CoreSchema] = {k: handler.generate_schema(m) for k, m in PREDICATES.in_order()}
+        choices: dict[Any, CoreSchema] = {k: handler.generate_schema(m) for k, m in PREDICATES.registered()}
         if not choices:  # while the built-in kinds are being defined
             return core_schema.any_schema()
         return core_schema.tagged_union_schema(
@@ -82,7 +107,7 @@ class _RegisteredKinds:
             discriminator=predicate_kind_of,
             custom_error_type="unknown_predicate",
             custom_error_message="a predicate is a mapping with exactly one key, one of: "
-            + ", ".join(predicate_kinds()),
+            + ", ".join(choices),
         )
 
 

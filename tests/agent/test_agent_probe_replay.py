@@ -18,7 +18,7 @@ from _engines import SharedReference
 
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import StepContext
-from agent_eval.builds.chat_client import ChatClient
+from agent_eval.chat.client import ChatClient
 from agent_eval.device.driver import Device
 from agent_eval.task import load_task, start_episode
 from virtual_phone import start_fleet

@@ -23,8 +23,8 @@ from agent_eval.agent.prompt import (
     schema_allows,
     with_answer,
 )
-from agent_eval.builds.chat_client import ChatClient
-from agent_eval.builds.endpoint import Endpoint
+from agent_eval.chat.client import ChatClient
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.screen.observation import Bounds, Element, Observation
 
 PNG = b"\x89PNG\r\n\x1a\nfake-pixels"

@@ -24,10 +24,10 @@ import torch
 from safetensors.torch import load_file
 
 from agent_eval.builds import BuildSet, ServedBuild, load_builds, prepare, serve, unavailable_reason
-from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.prepare import verify
 from agent_eval.builds.prepare_ladder import calibration_set, check_group_size
 from agent_eval.builds.spec import Build, parse_builds, repo_root
+from agent_eval.chat.client import ChatClient
 from agent_eval.errors import BuildError, ConfigError
 from agent_eval.records import BuildManifest, EpisodeRecord, Outcome, RungInfo
 from agent_eval.report.ladder_plot import ladder_figures

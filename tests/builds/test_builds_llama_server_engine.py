@@ -14,7 +14,7 @@ from _engines import prepared_default_builds
 from agent_eval.agent.parse import parse_action
 from agent_eval.agent.prompt import SYSTEM_PROMPT, action_schema
 from agent_eval.builds import Serving, serve, unavailable_reason
-from agent_eval.builds.chat_client import ChatClient, ChatResult
+from agent_eval.chat.client import ChatClient, ChatResult
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 

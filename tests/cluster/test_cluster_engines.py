@@ -18,8 +18,8 @@ pytest.importorskip("ray")
 from ray import exceptions as ray_exceptions
 
 from agent_eval.builds import Build
-from agent_eval.builds.chat_client import Usage
-from agent_eval.builds.endpoint import Endpoint
+from agent_eval.chat.client import Usage
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.cluster import engines as cluster_engines
 from agent_eval.cluster.engines import ClusterEngines, _Live
 from agent_eval.errors import BuildError

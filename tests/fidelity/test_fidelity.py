@@ -18,8 +18,8 @@ from scripted_teacher import TeacherEndpoint
 from agent_eval.action import Action, ActionType
 from agent_eval.agent import compact
 from agent_eval.agent.prompt import SYSTEM_PROMPT
-from agent_eval.builds.endpoint import Endpoint
 from agent_eval.builds.spec import BuildSet, parse_builds
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.errors import RunStoreError
 from agent_eval.fidelity.metrics import greedy_reproduces, kl_lower_bound, mean_kl, p_done, same_action
 from agent_eval.fidelity.probe import BuildProber, StepProbe

@@ -14,7 +14,7 @@ import pytest
 from _null_client import NullChatClient
 
 from agent_eval.builds import load_builds
-from agent_eval.builds.chat_client import Usage
+from agent_eval.chat.client import Usage
 from agent_eval.errors import BuildError
 from agent_eval.grid import schedule
 from agent_eval.grid.prestart import DEFAULT_ENGINE_GIB, expected_gib, room_to_start_early
@@ -315,8 +315,8 @@ def test_a_real_server_process_started_early_and_not_needed_is_cancelled_and_lea
     import os
     import sys
 
-    from agent_eval.builds.endpoint import Endpoint
     from agent_eval.builds.engines import Launch
+    from agent_eval.chat.endpoint import Endpoint
 
     build = _builds().get("w8a8")
 

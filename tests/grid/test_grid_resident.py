@@ -11,7 +11,7 @@ import pytest
 from _null_client import NullChatClient
 
 from agent_eval.builds import load_builds
-from agent_eval.builds.chat_client import Usage
+from agent_eval.chat.client import Usage
 from agent_eval.grid import schedule
 from agent_eval.grid.schedule import Engines, available_gib
 

@@ -10,8 +10,8 @@ from _engines import prepared_default_builds
 
 from agent_eval.builds import serve
 from agent_eval.builds.adapter import merge_adapter, read_adapter
-from agent_eval.builds.chat_client import ChatClient
 from agent_eval.builds.prepare import weights_hash
+from agent_eval.chat.client import ChatClient
 from agent_eval.tune.dataset import Example, read_dataset, write_dataset
 from agent_eval.tune.ship import ship
 from agent_eval.tune.train import TrainConfig, train

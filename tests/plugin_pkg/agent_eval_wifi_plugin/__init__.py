@@ -1,5 +1,7 @@
 """A plug-in package for agent-eval (as docs/extending.md shows): a `wifi` goal predicate, a `terse` agent, a
-`copy-weights` recipe kind and a `text-endpoint` engine kind.
+`copy-weights` recipe kind, a `text-endpoint` engine kind and a `scripted-taps` engine kind with options of
+its own, whose server is a tiny fake OpenAI-compatible endpoint (fake_server.py). It imports only
+agent_eval.api.
 
 agent-eval finds it by its entry point (group `agent_eval.plugins`) and calls `register` once per command.
 """
@@ -7,17 +9,36 @@ agent-eval finds it by its entry point (group `agent_eval.plugins`) and calls `r
 from __future__ import annotations
 
 import shutil
+import sys
+from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agent_eval.agent.agents import PromptAgent, register_agent
-from agent_eval.agent.prompt import ChatFormat, action_schema, build_prompt
-from agent_eval.builds.engines import EndpointKind
-from agent_eval.builds.kinds import register_engine_kind
-from agent_eval.builds.recipes import Plan, Recipe, Say, Step, Weights, register_recipe_kind
-from agent_eval.records import RungInfo
-from agent_eval.task.registry import GoalPredicate, Probe, register_predicate
+from agent_eval.api import (
+    Build,
+    ChatFormat,
+    Endpoint,
+    EndpointKind,
+    EngineOptions,
+    GoalPredicate,
+    Launch,
+    Plan,
+    Probe,
+    PromptAgent,
+    Recipe,
+    RungInfo,
+    Say,
+    Serving,
+    Step,
+    Weights,
+    action_schema,
+    build_prompt,
+    register_agent,
+    register_engine_kind,
+    register_predicate,
+    register_recipe_kind,
+)
 
 TERSE_SYSTEM = (
     "You are the terse plug-in agent. Each turn, answer with one JSON action on the numbered elements: "
@@ -88,8 +109,45 @@ class TextEndpoint(EndpointKind):
     images = False
 
 
+class TapOptions(EngineOptions):
+    """A `scripted-taps` build's `engine_args:`: the labels its fake model taps, one per step, then done."""
+
+    taps: list[str] = Field(min_length=1)
+
+
+class ScriptedTaps:
+    """An engine kind whose server is a fake OpenAI-compatible endpoint playing the build's `taps`."""
+
+    name = "scripted-taps"
+    starts_server = True
+    prepares_without_engine = True
+    teacher_forcing = False
+    images = False
+    options = TapOptions
+
+    def check(self, build: Build) -> None:
+        if build.scheme != "scripted":
+            raise ValueError("a scripted-taps build has scheme 'scripted'")
+
+    def missing_software(self) -> str | None:
+        return None
+
+    def launch(self, build: Build, weights: Path, port: int, serving: Serving) -> Launch:
+        taps = build.options(TapOptions).taps
+        command = [sys.executable, "-m", "agent_eval_wifi_plugin.fake_server", str(port), build.served_name]
+        endpoint = Endpoint(base_url=f"http://127.0.0.1:{port}/v1", model=build.served_name)
+        return Launch([*command, *taps], {}, "/v1/models", endpoint, {"taps": len(taps)})
+
+    def connect(self, build: Build) -> Endpoint:
+        raise AssertionError("scripted-taps builds are started, not connected to")
+
+    def manifest_mode(self, build: Build) -> str | None:
+        return None
+
+
 def register() -> None:
     register_predicate(WifiPredicate)
     register_agent(PromptAgent("terse", ChatFormat(TERSE_SYSTEM, build_prompt.user_text), action_schema))
     register_recipe_kind(CopyWeights())
     register_engine_kind(TextEndpoint())
+    register_engine_kind(ScriptedTaps())

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from agent_eval.builds.chat_client import EndpointSession, Message
-from agent_eval.builds.endpoint import Endpoint
+from agent_eval.chat.client import EndpointSession, Message
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.errors import EngineError
 
 

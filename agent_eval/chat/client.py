@@ -16,7 +16,7 @@ from typing import Any, TypedDict, Unpack
 
 import httpx
 
-from agent_eval.builds.endpoint import Endpoint
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.closing import Closing
 from agent_eval.errors import ConfigError, EngineError
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from scripted_endpoint import ScriptedEndpoint, answer, free_port
 
-from agent_eval.builds.chat_client import ChatClient
-from agent_eval.builds.endpoint import Endpoint
+from agent_eval.chat.client import ChatClient
+from agent_eval.chat.endpoint import Endpoint
 from agent_eval.errors import ConfigError, EngineError, InfraError
 
 MESSAGES = [{"role": "system", "content": "sys"}, {"role": "user", "content": "Goal: x\nStep 1 of 3."}]
