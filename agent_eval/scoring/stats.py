@@ -109,6 +109,26 @@ class PairedEffect:
     """Δ of each task (build rate − reference rate on that task's pairs)."""
 
 
+Array = np.ndarray[Any, Any]
+
+
+def _by_task(
+    differences: Sequence[int | float], task_ids: Sequence[str]
+) -> tuple[Array, Array, Array, Array, dict[str, float], float] | None:
+    """(differences, task names, each pair's task index, pairs per task, each task's mean Δ, Δ) of paired
+    differences, Δ the mean over tasks of the task means; None when there are no pairs."""
+    if len(differences) != len(task_ids):
+        raise ValueError("one task id per paired difference")
+    d = np.asarray(differences, dtype=float)
+    if d.size == 0:
+        return None
+    names, codes = np.unique(np.asarray(task_ids), return_inverse=True)
+    counts = np.bincount(codes)
+    task_means = np.bincount(codes, weights=d) / counts
+    per_task = {str(name): float(mean) for name, mean in zip(names, task_means, strict=True)}
+    return d, names, codes, counts, per_task, float(task_means.mean())
+
+
 def paired_effect(
     differences: Sequence[int | float], task_ids: Sequence[str], confidence: float = 0.95
 ) -> PairedEffect:
@@ -123,17 +143,10 @@ def paired_effect(
     would claim certainty; then the drop is bounded exactly instead, by the Clopper–Pearson upper bound of the
     share of pairs the build lost (the drop can never exceed that share).
     """
-    if len(differences) != len(task_ids):
-        raise ValueError("one task id per paired difference")
-    d = np.asarray(differences, dtype=float)
-    groups = np.asarray(task_ids)
-    names, codes = np.unique(groups, return_inverse=True)
-    if d.size == 0:
+    by_task = _by_task(differences, task_ids)
+    if by_task is None:
         return PairedEffect(0.0, None, 1.0, 0, 0, None, {})
-    counts = np.bincount(codes)
-    task_means = np.bincount(codes, weights=d) / counts
-    per_task = {str(name): float(mean) for name, mean in zip(names, task_means, strict=True)}
-    delta = float(task_means.mean())
+    d, names, codes, counts, per_task, delta = by_task
     one_sided_alpha = 1 - confidence
 
     if np.all(d == d[0]):
@@ -168,18 +181,13 @@ def stratified_effect(
     (`drop_upper` = −low). When no task's differences vary (every pair of a task alike) the drop is bounded
     exactly, as `paired_effect` does.
     """
-    if len(differences) != len(task_ids):
-        raise ValueError("one task id per paired difference")
     if not 0 < level < 0.5:
         raise ValueError(f"a one-sided level is in (0, 0.5), got {level}")
-    d = np.asarray(differences, dtype=float)
-    names, codes = np.unique(np.asarray(task_ids), return_inverse=True)
-    if d.size == 0:
+    by_task = _by_task(differences, task_ids)
+    if by_task is None:
         return PairedEffect(0.0, None, 1.0, 0, 0, None, {})
-    counts = np.bincount(codes)
-    task_means = np.bincount(codes, weights=d) / counts
-    per_task = {str(name): float(mean) for name, mean in zip(names, task_means, strict=True)}
-    delta = float(task_means.mean())
+    d, names, codes, counts, per_task, delta = by_task
+    task_means = np.asarray(list(per_task.values()))
     df = int(d.size - len(names))
     within = float(np.sum((d - task_means[codes]) ** 2))
     if df < 1 or within <= 1e-12:
