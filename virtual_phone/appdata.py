@@ -7,6 +7,7 @@ shell's `sqlite3` opens the same files; `check_outside_writes` notices what it c
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -83,6 +84,10 @@ class AppDatabase:
             for leftover in (self.file, self.file.with_name(self.file.name + "-journal")):
                 leftover.unlink(missing_ok=True)
         conn = _connect(self.file)
+        if self.file is not None and os.geteuid() == 0:  # a new file is the app's, as its folder is
+            folder = self.file.parent.stat()
+            os.chown(self.file, folder.st_uid, folder.st_gid)
+            self.file.chmod(0o660)
         for name, table in self.spec.tables.items():
             conn.execute(_create_sql(name, table))
             for row in table.rows:

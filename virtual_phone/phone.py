@@ -18,6 +18,8 @@ from virtual_phone.apps import Catalog, Row, load_catalog
 from virtual_phone.faults import FaultInjector
 from virtual_phone.keys import KEY_CHARS, KEYCODES
 from virtual_phone.layout import layout
+from virtual_phone.owners import Users
+from virtual_phone.package_manager import system_packages
 from virtual_phone.png import PngEncoder
 from virtual_phone.record_input import Editor
 from virtual_phone.record_source import DataContext
@@ -71,8 +73,9 @@ class Phone:
         self.snapshots: dict[str, Snapshot] = {}
         self.lock = threading.RLock()
         self.tree = PhoneTree()  # the phone's files on the host; removed with the phone
+        self.users = Users([*system_packages(), *self.catalog.apps])  # uids, and who owns new files
         self._write_default_files()
-        self.storage = Storage(self.tree, self.lock, self.changed)
+        self.storage = Storage(self.tree, self.lock, self.changed, self.users)
         self._userland: Userland | None = None
         self._finalizer = weakref.finalize(self, _end, self.tree, [None])
         self.root = False  # adbd runs as root (`adb root`); not part of snapshots, as adbd is not

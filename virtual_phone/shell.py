@@ -10,6 +10,7 @@ import selectors
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from virtual_phone.owners import ROOT, SHELL
 from virtual_phone.program import Caller, Output
 from virtual_phone.sandbox import Run
 
@@ -50,7 +51,7 @@ class Shell:
                 os.close(stdin_fd)
             self.phone.shell_ran()
             return out, rc
-        return self.run_program([*as_adbd(self.phone), SH, "-c", line], one_stream, started, stdin_fd)
+        return self.run_program([SH, "-c", line], one_stream, started, stdin_fd)
 
     def run_program(
         self,
@@ -65,7 +66,7 @@ class Shell:
         err_r, err_w = os.pipe() if not one_stream else (-1, out_w)
         null = os.open(os.devnull, os.O_RDONLY) if stdin_fd is None else stdin_fd
         try:
-            run = sandbox.start(argv, (null, out_w, err_w))
+            run = sandbox.start(argv, (null, out_w, err_w), adbd_uid(self.phone))
         finally:
             for fd in {null, out_w, err_w}:
                 os.close(fd)
@@ -82,9 +83,9 @@ class Shell:
         return out, 255 if rc is None else rc
 
 
-def as_adbd(phone: Phone) -> list[str]:
-    """What a shell is started under: after `adb root`, adbd (and so its shell) runs as root."""
-    return ["/system/bin/su", "0"] if phone.root else []
+def adbd_uid(phone: Phone) -> int:
+    """Whom adbd starts its shells as: root after `adb root`, else shell (2000)."""
+    return ROOT if phone.root else SHELL
 
 
 def _collect(out: Output, streams: dict[int, int]) -> None:

@@ -15,24 +15,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from virtual_phone.errors import PhoneStartError
+from virtual_phone.owners import Users
 
 CLIENT = "android_command"
 # Applets this toybox has that Android's /system/bin does not run from toybox: the shell (mksh is), and `su`
-# (a userdebug image's own, below).
+# (a userdebug image's own: su.py).
 NOT_FROM_TOYBOX = {"sh", "toysh", "su", "help"}
-# `su [WHO [COMMAND [ARG...]]]` of a userdebug image. The Android programs ask the phone as the user it names.
-SU = """#!/system/bin/sh
-case "${1-root}" in
-0|root) export VIRTUAL_PHONE_UID=0 USER=root ;;
-2000|shell) export VIRTUAL_PHONE_UID=2000 USER=shell ;;
-*) echo "su: unknown user $1" >&2; exit 1 ;;
-esac
-[ $# -gt 1 ] || exec /system/bin/sh
-shift
-exec "$@"
-"""
 # sqlite3 of a userdebug image: the SQLite CLI, which opens an app's database (its folder is the app's) only
-# for root (`su 0`, or after `adb root`).
+# for root (`su 0`, or after `adb root`). With users the kernel refuses the shell user the folder; without
+# them (sandbox.py) this wrapper refuses it in the same words.
 SQLITE3 = """#!/system/bin/sh
 db= skip=
 for a in "$@"; do
@@ -53,6 +44,25 @@ case $db in
 esac
 exec {sqlite3} "$@"
 """
+# chmod with users: shared storage's FUSE daemon answers a mode change with success and changes nothing
+# (AOSP packages/providers/MediaProvider/jni/FuseDaemon.cpp, pf_setattr: "chmod/chown should NEVER be
+# implemented"), so those files are left out; the others go to toybox's chmod.
+CHMOD = """#!/system/bin/sh
+set -A opts; mode=
+while [ $# -gt 0 ]; do
+  case $1 in -*) set -A opts -- "${opts[@]}" "$1" ;; *) mode=$1; shift; break ;; esac
+  shift
+done
+set -A files
+for f in "$@"; do
+  case $(realpath -- "$f" 2>/dev/null) in
+  /storage/emulated/0|/storage/emulated/0/*) ;;
+  *) set -A files -- "${files[@]}" "$f" ;;
+  esac
+done
+[ -z "$mode" ] || [ $# -eq 0 ] || [ ${#files[@]} -gt 0 ] || exit 0
+exec /system/bin/toybox chmod "${opts[@]}" $mode "${files[@]}"
+"""
 # Toybox programs that read the clock run under libfaketime, which starts them at the phone's time.
 CLOCK_PROGRAMS = ("date", "find")
 CLOCK_WRAPPER = """#!/system/bin/sh
@@ -62,10 +72,6 @@ LD_PRELOAD={lib} FAKETIME='{time}' FAKETIME_DONT_FAKE_MONOTONIC=1 exec /system/b
 MKSHRC = """if [ "${USER}" = root ]; then PS1_END='# '; else PS1_END='$ '; fi
 PS1='${HOSTNAME:-localhost}:${PWD:-?} '"$PS1_END"
 """
-# Android's users and groups (bionic's android_ids), so `ls -l` and `id` name them as a device does.
-USERS = {"root": 0, "system": 1000, "shell": 2000, "media_rw": 1023, "sdcard_rw": 1015, "nobody": 9999}
-PASSWD = "".join(f"{n}:x:{u}:{u}::/:/system/bin/sh\n" for n, u in USERS.items())
-GROUP = "".join(f"{n}:x:{u}:\n" for n, u in USERS.items())
 
 
 @functools.cache
@@ -92,8 +98,11 @@ def build_client(cc: str) -> Path:
     return binary
 
 
-def install(system: Path, tools: dict[str, str], android_programs: Iterable[str], phone_time: str) -> None:
-    """Fills `system` (the tree's /system) with the programs and files above."""
+def install(
+    system: Path, tools: dict[str, str], android_programs: Iterable[str], phone_time: str, users: Users | None
+) -> None:
+    """Fills `system` (the tree's /system) with the programs and files above; `users`: the sandbox has
+    Android's users (None: it has not, and sqlite3 is the wrapper above)."""
     bin_dir, etc = system / "bin", system / "etc"
     bin_dir.mkdir(parents=True, exist_ok=True)
     etc.mkdir(parents=True, exist_ok=True)
@@ -105,16 +114,23 @@ def install(system: Path, tools: dict[str, str], android_programs: Iterable[str]
     for applet in toybox_applets(tools["toybox"]):
         if applet not in NOT_FROM_TOYBOX and applet not in programs:
             links[applet] = "toybox"
-    links |= {name: CLIENT for name in programs}
+    links |= {name: CLIENT for name in (*programs, "su")}
+    if users is not None:
+        links["sqlite3"] = tools["sqlite3"]
     for name, target in links.items():
         (bin_dir / name).symlink_to(target)
-    for name, text in {"su": SU, "sqlite3": SQLITE3.format(sqlite3=tools["sqlite3"])}.items() | {
-        name: CLOCK_WRAPPER.format(lib=tools["libfaketime"], time=phone_time, name=name)
-        for name in CLOCK_PROGRAMS
-    }.items():
+    scripts = {"sqlite3": SQLITE3.format(sqlite3=tools["sqlite3"])} if users is None else {"chmod": CHMOD}
+    for name, text in (
+        scripts.items()
+        | {
+            name: CLOCK_WRAPPER.format(lib=tools["libfaketime"], time=phone_time, name=name)
+            for name in CLOCK_PROGRAMS
+        }.items()
+    ):
         (bin_dir / name).unlink(missing_ok=True)
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     (etc / "mkshrc").write_text(MKSHRC)
-    (etc / "passwd").write_text(PASSWD)
-    (etc / "group").write_text(GROUP)
+    names = users or Users(())
+    (etc / "passwd").write_text(names.passwd())
+    (etc / "group").write_text(names.group())
