@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from virtual_phone.appdata_schema import IDENTIFIER, SQL_TYPES, AppData, Table, Value
+from virtual_phone.clock import Clock
 
 Row = dict[str, Value]
 
@@ -67,8 +68,10 @@ class AppDatabase:
         lock: threading.RLock,
         on_change: Callable[[], None],
         file: Path | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.package = package
+        self.clock = clock or Clock()  # the phone's: the time records made now get
         self.spec = spec
         self.lock = lock
         self._on_change = on_change
@@ -293,15 +296,17 @@ class AppStore:
         lock: threading.RLock,
         on_change: Callable[[], None],
         host_path: Callable[[str], Path | None] = lambda _path: None,
+        clock: Clock | None = None,
     ) -> None:
         self.lock = lock
+        self.clock = clock or Clock()
         self._on_change = on_change
         self.version = 0  # bumped on a write to any database
         self.databases: dict[str, AppDatabase] = {}
         for pkg, spec in specs.items():
             path = spec.db_path(pkg)
             if path is not None:
-                self.databases[pkg] = AppDatabase(pkg, spec, lock, self._changed, host_path(path))
+                self.databases[pkg] = AppDatabase(pkg, spec, lock, self._changed, host_path(path), self.clock)
         self._owners = {spec.owner: pkg for pkg, spec in specs.items() if spec.owner is not None}
 
     def _changed(self) -> None:

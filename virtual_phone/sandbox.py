@@ -49,14 +49,8 @@ ENV = {
     "ANDROID_ROOT": "/system",
     "ANDROID_STORAGE": "/storage",
     "ENV": "/system/etc/mkshrc",  # read by interactive shells only, as Android's mksh reads it
-    "TZ": "UTC",
-}
+}  # no TZ: programs read the phone's zone from /etc/localtime (clock.py keeps it)
 PACKAGES = "apt-get install mksh toybox bubblewrap sqlite3 faketime gcc"
-# The phone's clock in its shell (`date`): libfaketime starts each program at the phone's boot time,
-# 2026-01-01 12:00 UTC (clock.py), wherever the host's clock is.
-# Only the programs that read the clock get it (system_image.CLOCK_PROGRAMS): preloading it costs every
-# program a third of a millisecond.
-PHONE_TIME = "@2026-01-01 12:00:00"  # what a Debian host needs for the phone's shell
 
 
 def require_tools() -> dict[str, str]:

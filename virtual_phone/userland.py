@@ -11,7 +11,7 @@ from virtual_phone.binder import Binder
 from virtual_phone.commands import command_table
 from virtual_phone.owners import IDS, can_own
 from virtual_phone.program import Caller
-from virtual_phone.sandbox import PHONE_TIME, Sandbox, require_tools
+from virtual_phone.sandbox import Sandbox, require_tools
 from virtual_phone.su import su
 from virtual_phone.system_image import install
 from virtual_phone.tree import owned_temp_dir
@@ -25,7 +25,8 @@ class Userland:
         tools = require_tools()
         commands = command_table()
         users = phone.users if can_own() else None
-        install(phone.tree.root / "system", tools, commands, PHONE_TIME, users)
+        install(phone.tree.root / "system", tools, commands, users)
+        phone.clock.write_shell_time(phone.tree.root / "system" / "etc")
         if users is not None:
             users.apply(phone.tree.root)
         self._socket_dir = Path(owned_temp_dir("virtual-phone-sock"))

@@ -9,7 +9,6 @@ import re
 from collections.abc import Mapping
 
 from virtual_phone.appdata_schema import Value
-from virtual_phone.clock import now_ms
 from virtual_phone.record_source import DataContext, Record, TableSource, register_source
 from virtual_phone.screen_data import RecordList
 
@@ -89,7 +88,13 @@ class SmsSource(TableSource):
         thread = threads.get(digits(address))
         if thread is None:
             thread = max([0, *(int(str(t)) for t in threads.values() if t is not None)]) + 1
-        row: dict[str, Value] = {"type": SENT, "read": 1, "seen": 1, "creator": PACKAGE, "date": now_ms()}
+        row: dict[str, Value] = {
+            "type": SENT,
+            "read": 1,
+            "seen": 1,
+            "creator": PACKAGE,
+            "date": ctx.clock.now_ms(),
+        }
         row |= {k: v for k, v in values.items() if k not in ("name", "who")}
         row |= {"address": address, "thread_id": thread}
         return str(db.insert(table, row))
