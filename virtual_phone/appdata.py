@@ -81,7 +81,9 @@ class AppDatabase:
         self._outside_version = self._data_version()
 
     # ---- lifecycle ------------------------------------------------------------------------------------
-    def _fresh(self) -> sqlite3.Connection:
+    def _fresh(self, cleared: bool = False) -> sqlite3.Connection:
+        """A new database with the default rows (`cleared`: a provider's after `pm clear`, holding only its
+        `recreated` tables' rows)."""
         if self.file is not None:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             for leftover in (self.file, self.file.with_name(self.file.name + "-journal")):
@@ -93,7 +95,10 @@ class AppDatabase:
             self.file.chmod(0o660)
         for name, table in self.spec.tables.items():
             conn.execute(_create_sql(name, table))
-            for row in table.rows:
+        for trigger in self.spec.triggers:
+            conn.execute(trigger)
+        for name, table in self.spec.tables.items():
+            for row in table.rows if table.recreated or not cleared else []:
                 cols = list(row)
                 marks = ", ".join("?" for _ in cols)
                 conn.execute(
@@ -111,10 +116,11 @@ class AppDatabase:
         self._on_change()
 
     def clear(self) -> None:
-        """What `pm clear` does: the records are gone; the app re-creates its defaults on next start."""
+        """What `pm clear` does: the records are gone. An app re-creates its defaults on next start; a
+        provider's database stays empty (the user's records were all it held)."""
         with self.lock:
             self.conn.close()
-            self.conn = self._fresh()
+            self.conn = self._fresh(cleared=self.spec.owner is not None)
             self._outside_version = self._data_version()
             self._changed()
 

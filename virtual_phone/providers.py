@@ -84,7 +84,8 @@ def _legacy_contacts() -> dict[str, Endpoint]:
     """The pre-2.0 `contacts` authority (android.provider.Contacts), still answered by ContactsProvider."""
     phones = (
         "SELECT d._id AS _id, d.raw_contact_id AS person, d.is_primary AS isprimary, "
-        "CAST(d.data2 AS INTEGER) AS type, d.data1 AS number, d.data3 AS label, r.display_name AS name "
+        "CAST(d.data2 AS INTEGER) AS type, d.data1 AS number, d.data3 AS label, r.display_name AS name, "
+        "r.display_name AS display_name "
         f"FROM data d JOIN raw_contacts r ON r._id = d.raw_contact_id WHERE d.mimetype = '{PHONE}' "
         "AND r.deleted = 0"
     )

@@ -108,7 +108,7 @@ class Run:
     def wait(self, timeout: float | None = None) -> int | None:
         """The exit status (as `$?` shows it: 128+N after signal N), or None if still running."""
         if self._status is None:
-            if timeout is not None and not select.select([self.status_fd], [], [], timeout)[0]:
+            if timeout is not None and not readable([self.status_fd], timeout):
                 return None
             data = b""
             while chunk := os.read(self.status_fd, 64):
@@ -217,6 +217,14 @@ class Sandbox:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+
+
+def readable(fds: list[int], timeout: float | None = None) -> list[int]:
+    """The fds with something to read, or that ended (poll: select() refuses fds above 1023)."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return [fd for fd, _ in poller.poll(None if timeout is None else int(timeout * 1000))]
 
 
 def _ints(values: tuple[int, ...]) -> bytes:

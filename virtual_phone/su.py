@@ -11,10 +11,9 @@ the client's fds, then answers with its exit status. A client that goes away tak
 from __future__ import annotations
 
 import os
-import select
 from pathlib import Path
 
-from virtual_phone.sandbox import PATH, Sandbox
+from virtual_phone.sandbox import PATH, Sandbox, readable
 
 USAGE = (
     "usage: su [WHO [COMMAND...]]\n\n"
@@ -56,7 +55,7 @@ def su(
         return 1
     run = sandbox.start(argv, (fds[0], fds[1], fds[2]), uid, cwd=cwd)
     while True:
-        ready = select.select([run.status_fd, conn], [], [])[0]
+        ready = readable([run.status_fd, conn])
         if run.status_fd in ready:
             status = run.wait()
             return 255 if status is None else status

@@ -85,6 +85,15 @@ def _exec(argv: list[str], env: dict[str, str]) -> None:
     raise error
 
 
+def _readable(*fds: int, timeout_ms: int | None = None) -> list[int]:
+    """The fds with something to read (poll: select() refuses fds above 1023, which a phone process that
+    has opened many files hands on)."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return [fd for fd, _ in poller.poll(timeout_ms)]
+
+
 def _recv(sock: socket.socket) -> tuple[bytes, list[int]]:
     fds = array.array("i")
     msg, anc, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(4 * fds.itemsize))
@@ -109,7 +118,7 @@ def main() -> None:
     # (owners.py). Without users there are no ACLs: 007 gives its files rw-rw---- as Android shows them.
     os.umask(0 if users else 0o007)
     while True:
-        ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
+        ready = _readable(sock.fileno(), wake_r)
         if wake_r in ready:
             os.read(wake_r, 512)
             while running:
