@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable
@@ -18,6 +19,11 @@ from virtual_phone.errors import PhoneStartError
 from virtual_phone.owners import Users
 
 CLIENT = "android_command"
+# Applets Android 14's toybox has (AOSP external/toybox android/device/generated/config.h: CFG_TR 1, ...) that
+# Debian's toybox 0.8.9 is built without, and that scripts use: the host's GNU programs (in the sandbox's
+# read-only /usr) stand in for them, so `tr` runs instead of "inaccessible or not found"; their error
+# messages are GNU's.
+FROM_HOST = ("tr", "dd", "diff", "expr", "gzip", "getopt", "stty")
 # Applets this toybox has that Android's /system/bin does not run from toybox: the shell (mksh is), and `su`
 # (a userdebug image's own: su.py).
 NOT_FROM_TOYBOX = {"sh", "toysh", "su", "help"}
@@ -136,6 +142,10 @@ def install(
         if applet not in NOT_FROM_TOYBOX and applet not in programs:
             links[applet] = "toybox"
     links |= {name: CLIENT for name in (*programs, "su")}
+    for name in FROM_HOST:
+        host = shutil.which(name, path="/usr/bin:/usr/sbin")
+        if name not in links and host is not None:
+            links[name] = os.path.realpath(host)
     if users is not None:
         links["sqlite3"] = tools["sqlite3"]
     for name, target in links.items():
