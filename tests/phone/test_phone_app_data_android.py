@@ -95,3 +95,38 @@ def test_dumpsys_window_reports_the_rotation(phone: Phone) -> None:
     assert "    mEnabled=false\n" in out
     run(phone, "settings put system accelerometer_rotation 1")
     assert "    mEnabled=true\n" in run(phone, "dumpsys window")[0]
+
+
+def test_an_sms_to_a_number_typed_with_spaces_is_stored_canonical() -> None:
+    # AOSP Messaging (PhoneUtils.getCanonicalBySystemLocale) keeps recipients in E.164 for the phone's
+    # country: `555 0100` → `+15550100`; `+1 555-0187` joins the thread of `+15550187`.
+    d = Driver()
+    db = d.phone.data.db("com.google.android.apps.messaging")
+    for typed, text in (("555 0100", "Hello there"), ("+1 555-0187", "On my way")):
+        d.sh("am force-stop com.google.android.apps.messaging")
+        d.launch("com.google.android.apps.messaging")
+        d.tap(desc="Start chat")
+        d.tap("To")
+        d.type(typed)
+        d.tap("Text message")
+        d.type(text)
+        d.tap("Send")
+    rows = [(r["address"], r["thread_id"]) for r in db.rows("sms", "type = 2 AND _id > 6")]
+    assert rows == [("+15550100", 5), ("+15550187", 2)]
+
+
+def test_a_contact_s_card_shows_every_number_and_address_with_its_type() -> None:
+    # The card lists each phone and e-mail row with its type's label (ContactsContract.CommonDataKinds
+    # Phone/Email getTypeLabel: 2 Mobile, 3 Work, 1 Home ...); the list row shows the first number.
+    d = Driver()
+    d.launch("com.google.android.contacts")
+    d.tap("Bob Nguyen")
+    texts = d.texts()
+    at = texts.index("+1 555-0113")
+    assert texts[at : at + 4] == ["+1 555-0113", "Mobile", "+1 555-0199", "Work"]
+    d.sh(
+        "content insert --uri content://com.android.contacts/data --bind raw_contact_id:i:3 "
+        "--bind mimetype:s:vnd.android.cursor.item/email_v2 --bind data1:s:bob@example.com --bind data2:s:1"
+    )
+    texts = d.texts()
+    assert texts[texts.index("bob@example.com") + 1] == "Home"

@@ -44,10 +44,21 @@ def contact_name(ctx: DataContext, address: object) -> str:
     return str(address or "")
 
 
+def canonical(number: str) -> str:
+    """A typed number as the Messages app stores it: E.164 in the phone's country (US), separators gone
+    (`555 0100` → `+15550100`, `+1 555-0142` → `+15550142`), as AOSP Messaging's
+    PhoneUtils.getCanonicalBySystemLocale formats recipients with libphonenumber."""
+    d = digits(number)
+    if number.strip().startswith("+") or (len(d) == 11 and d.startswith("1")):
+        return "+" + d
+    return "+1" + d
+
+
 def _number_of(ctx: DataContext, recipient: str) -> str:
-    """A recipient typed as a contact's name becomes that contact's number (digits, a leading +)."""
+    """A recipient typed as a contact's name becomes that contact's number (digits, a leading +); a typed
+    number its canonical form."""
     if digits(recipient):
-        return recipient.strip()
+        return canonical(recipient)
     for name, number in _contacts(ctx):
         if name.lower() == recipient.strip().lower() and number:
             return "+" + number
