@@ -106,21 +106,25 @@ def toybox_applets(toybox: str) -> tuple[str, ...]:
     return tuple(subprocess.run([toybox], capture_output=True, text=True, check=True).stdout.split())
 
 
-def build_client(cc: str) -> Path:
-    """The compiled client, cached under the user's cache folder by its source's hash."""
-    source = Path(__file__).with_name(f"{CLIENT}.c")
+SPAWN_AS = "spawn_as"  # the zygote's helper that starts a program as a user (spawn_as.c), in /system/libexec
+
+
+def build_client(cc: str, name: str = CLIENT) -> Path:
+    """The compiled program `name` (android_command.c, spawn_as.c), cached under the user's cache folder by
+    its source's hash."""
+    source = Path(__file__).with_name(f"{name}.c")
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "virtual-phone"
-    binary = cache / f"{CLIENT}-{digest}"
+    binary = cache / f"{name}-{digest}"
     if binary.exists():
         return binary
     cache.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cache, prefix=f".{CLIENT}-")
+    fd, tmp = tempfile.mkstemp(dir=cache, prefix=f".{name}-")
     os.close(fd)
     build = subprocess.run([cc, "-O2", "-o", tmp, str(source)], capture_output=True, text=True)
     if build.returncode != 0:
         os.unlink(tmp)
-        raise PhoneStartError(f"could not build the phone's {CLIENT} with {cc}: {build.stderr.strip()}")
+        raise PhoneStartError(f"could not build the phone's {name} with {cc}: {build.stderr.strip()}")
     os.replace(tmp, binary)  # atomic: phones starting together do not see a half-written file
     return binary
 
@@ -136,6 +140,10 @@ def install(
     client = bin_dir / CLIENT
     client.write_bytes(build_client(tools["cc"]).read_bytes())
     client.chmod(0o755)
+    libexec = system / "libexec"
+    libexec.mkdir(exist_ok=True)
+    (libexec / SPAWN_AS).write_bytes(build_client(tools["cc"], SPAWN_AS).read_bytes())
+    (libexec / SPAWN_AS).chmod(0o755)
     links = {"sh": tools["mksh"], "toybox": tools["toybox"]}
     programs = set(android_programs)
     for applet in toybox_applets(tools["toybox"]):

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import array
 import contextlib
-import fcntl
 import os
 import select
 import signal
 import socket
 import sys
-import termios
 
 
 def _status(wait_status: int) -> int:
@@ -35,54 +33,23 @@ def _report(status_fd: int, status: int) -> None:
     os.close(status_fd)
 
 
-# adbd's supplementary groups (owners.ADBD_GROUPS; this file cannot import the package).
-ADBD_GROUPS = (1011, 1007, 1004, 3003, 3002, 3001, 1028, 1015, 3006, 3009, 3011, 1078, 1079, 3012)
 NAMES = {0: "root", 2000: "shell", 1000: "system"}
+# Starts a program as a user (spawn_as.c): posix_spawn itself can neither change users nor take a
+# controlling tty, and a fork of this Python process costs milliseconds where posix_spawn costs a fraction.
+SPAWN_AS = "/system/libexec/spawn_as"
 
 
 def _spawn(
     argv: list[str], env: dict[str, str], stdio: list[int], who: tuple[int, str], users: bool, tty: bool
 ) -> int:
-    """fork + exec as `who` (uid, folder); posix_spawn can neither change users nor take a controlling tty.
-    A program name without a folder is looked up in $PATH."""
+    """posix_spawn of spawn_as, which becomes `who` (uid, folder) and runs argv in a new session; a program
+    name without a folder is looked up in $PATH."""
     uid, cwd = who
     name = NAMES.get(uid, f"u0_a{uid - 10000}" if uid >= 10000 else str(uid))
     env = env | {"USER": name, "LOGNAME": name, "VIRTUAL_PHONE_UID": str(uid)}
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setsid()
-            for n, fd in enumerate(stdio):
-                os.dup2(fd, n)
-            if tty:
-                fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-            with contextlib.suppress(OSError):  # as root, before the change: the folder stays the caller's
-                os.chdir(cwd)
-            if users:
-                os.setgroups(ADBD_GROUPS)
-                os.setresgid(uid, uid, uid)
-                os.setresuid(uid, uid, uid)
-            _exec(argv, env)
-        except OSError as e:
-            os.write(2, f"{argv[0]}: {e.strerror}\n".encode())
-        finally:
-            os._exit(127)
-    return pid
-
-
-def _exec(argv: list[str], env: dict[str, str]) -> None:
-    """execvpe without os.execvpe, which imports modules this user may not be able to read."""
-    if "/" in argv[0]:
-        os.execve(argv[0], argv, env)
-    error: OSError = FileNotFoundError(2, "No such file or directory")
-    for folder in env["PATH"].split(":"):
-        try:
-            os.execve(f"{folder}/{argv[0]}", argv, env)
-        except (FileNotFoundError, NotADirectoryError):
-            pass
-        except OSError as e:
-            error = e
-    raise error
+    helper = [SPAWN_AS, str(uid) if users else "-", cwd, "1" if tty else "0", *argv]
+    actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
+    return os.posix_spawn(SPAWN_AS, helper, env, file_actions=actions, setsid=True)
 
 
 def _readable(*fds: int, timeout_ms: int | None = None) -> list[int]:
