@@ -130,3 +130,26 @@ def test_a_command_su_started_ends_with_its_client(phone: Phone) -> None:
     while "sleep" in run(phone, "su 0 ps -A -o ARGS")[0] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert "sleep" not in run(phone, "su 0 ps -A -o ARGS")[0]
+
+
+def test_without_users_every_process_is_root_and_the_programs_tell_users_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What a phone started by another user than root does (a user namespace maps that one user only).
+    from virtual_phone import storage, userland
+
+    monkeypatch.setattr(userland, "can_own", lambda: False)
+    monkeypatch.setattr(storage, "can_own", lambda: False)
+    phone = Phone("emulator-5554")
+    try:
+        db = "/data/user_de/0/com.google.android.deskclock/databases/alarms.db"
+        assert run(phone, "id -u; echo $USER") == ("0\nshell\n", "", 0)
+        assert run(phone, f"sqlite3 {db} 'SELECT count(*) FROM alarm_templates'") == (
+            "",
+            f'Error: unable to open database "{db}": unable to open database file\n',
+            1,
+        )
+        assert run(phone, f"su 0 sqlite3 {db} 'SELECT count(*) FROM alarm_templates'") == ("4\n", "", 0)
+        assert run(phone, "ls -l /sdcard/Download/cat.jpg")[0].split()[2:4] == ["root", "root"]
+    finally:
+        phone.close()
