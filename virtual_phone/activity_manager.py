@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from virtual_phone import providers
 from virtual_phone.apps import short_name
 from virtual_phone.program import Caller, Output, command_table, exception
 
@@ -27,7 +28,9 @@ FLAG_OPTIONS = frozenset(
 VALUE_OPTIONS = frozenset(
     ["-a", "-n", "-c", "-d", "-t", "-f", "-p", "--user", "--display", "--windowingMode"]
 )
-EXTRA_OPTIONS = frozenset(["--es", "--ez", "--ei", "--el", "--ef", "--eu"])
+# Intent.parseCommandArgs: `-e` is `--es`'s short form.
+EXTRA_OPTIONS = frozenset(["-e", "--es", "--ez", "--ei", "--el", "--ef", "--eu"])
+VIEW = "android.intent.action.VIEW"
 FLG_BROADCAST = "0x400000"  # FLAG_RECEIVER_FOREGROUND, which `am broadcast` adds
 
 
@@ -107,9 +110,24 @@ def _resolve(sh: Caller, intent: Intent, io: Output) -> tuple[str, str] | None:
     ):
         return cat.home.package, cat.home.launch_screen
     target = cat.find_action(intent.action) if intent.action is not None else None
+    if target is None and intent.action == VIEW and intent.data is not None:
+        target = _viewer(sh, intent.data)
     if target is None:
         io.err(f"Error: Activity not started, unable to resolve {intent.short('0x10000000')}\n")
     return target
+
+
+def _viewer(sh: Caller, uri: str) -> tuple[str, str] | None:
+    """The app that views a content URI: the one whose records its provider holds (VIEW
+    content://contacts/people/ opens Contacts' list), at its launch screen."""
+    try:
+        endpoint = providers.resolve(uri).endpoint
+    except providers.ProviderError:
+        return None
+    for pkg, app in sh.phone.catalog.apps.items():
+        if endpoint is not None and app.data.database and (app.data.owner or pkg) == endpoint.owner:
+            return pkg, app.launch_screen
+    return None
 
 
 def _start(sh: Caller, args: list[str], io: Output) -> int:

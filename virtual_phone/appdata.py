@@ -7,12 +7,14 @@ shell's `sqlite3` opens the same files; `check_outside_writes` notices what it c
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from virtual_phone.appdata_schema import IDENTIFIER, SQL_TYPES, AppData, Table, Value
+from virtual_phone.clock import Clock
 
 Row = dict[str, Value]
 
@@ -66,8 +68,10 @@ class AppDatabase:
         lock: threading.RLock,
         on_change: Callable[[], None],
         file: Path | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.package = package
+        self.clock = clock or Clock()  # the phone's: the time records made now get
         self.spec = spec
         self.lock = lock
         self._on_change = on_change
@@ -77,15 +81,24 @@ class AppDatabase:
         self._outside_version = self._data_version()
 
     # ---- lifecycle ------------------------------------------------------------------------------------
-    def _fresh(self) -> sqlite3.Connection:
+    def _fresh(self, cleared: bool = False) -> sqlite3.Connection:
+        """A new database with the default rows (`cleared`: a provider's after `pm clear`, holding only its
+        `recreated` tables' rows)."""
         if self.file is not None:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             for leftover in (self.file, self.file.with_name(self.file.name + "-journal")):
                 leftover.unlink(missing_ok=True)
         conn = _connect(self.file)
+        if self.file is not None and os.geteuid() == 0:  # a new file is the app's, as its folder is
+            folder = self.file.parent.stat()
+            os.chown(self.file, folder.st_uid, folder.st_gid)
+            self.file.chmod(0o660)
         for name, table in self.spec.tables.items():
             conn.execute(_create_sql(name, table))
-            for row in table.rows:
+        for trigger in self.spec.triggers:
+            conn.execute(trigger)
+        for name, table in self.spec.tables.items():
+            for row in table.rows if table.recreated or not cleared else []:
                 cols = list(row)
                 marks = ", ".join("?" for _ in cols)
                 conn.execute(
@@ -103,10 +116,11 @@ class AppDatabase:
         self._on_change()
 
     def clear(self) -> None:
-        """What `pm clear` does: the records are gone; the app re-creates its defaults on next start."""
+        """What `pm clear` does: the records are gone. An app re-creates its defaults on next start; a
+        provider's database stays empty (the user's records were all it held)."""
         with self.lock:
             self.conn.close()
-            self.conn = self._fresh()
+            self.conn = self._fresh(cleared=self.spec.owner is not None)
             self._outside_version = self._data_version()
             self._changed()
 
@@ -288,15 +302,17 @@ class AppStore:
         lock: threading.RLock,
         on_change: Callable[[], None],
         host_path: Callable[[str], Path | None] = lambda _path: None,
+        clock: Clock | None = None,
     ) -> None:
         self.lock = lock
+        self.clock = clock or Clock()
         self._on_change = on_change
         self.version = 0  # bumped on a write to any database
         self.databases: dict[str, AppDatabase] = {}
         for pkg, spec in specs.items():
             path = spec.db_path(pkg)
             if path is not None:
-                self.databases[pkg] = AppDatabase(pkg, spec, lock, self._changed, host_path(path))
+                self.databases[pkg] = AppDatabase(pkg, spec, lock, self._changed, host_path(path), self.clock)
         self._owners = {spec.owner: pkg for pkg, spec in specs.items() if spec.owner is not None}
 
     def _changed(self) -> None:

@@ -47,6 +47,9 @@ class Table(_Strict):
 
     columns: dict[str, ColumnType | Column]
     rows: list[dict[str, int | float | str | None]] = []
+    # A provider's table whose rows come back after `pm clear` of the provider (an account's calendar, made
+    # again by the app that owns the account); the others' rows are the user's, and a clear leaves them empty.
+    recreated: bool = False
 
     def column(self, name: str) -> Column:
         spec = self.columns[name]
@@ -82,6 +85,9 @@ class AppData(_Strict):
         False, description="the database lives in /data/user_de/0 (direct-boot aware apps) not /data/data"
     )
     tables: dict[str, Table] = {}
+    triggers: list[str] = Field(
+        [], description="CREATE TRIGGER statements run after the tables, before their rows (derived tables)"
+    )
     files: dict[str, str] = Field({}, description="files on /sdcard a fresh phone holds: path → text")
 
     @model_validator(mode="after")

@@ -11,6 +11,7 @@ import array
 import contextlib
 import os
 import socket
+import struct
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,17 +19,25 @@ from pathlib import Path
 from virtual_phone.program import Caller, Command, Output
 
 SOCKET_NAME = "virtual_phone"  # /dev/socket/virtual_phone inside the sandbox
-THREADS = 6  # calls served at once (a pipeline of the phone's programs runs them together)
+THREADS = 8  # calls served at once (a pipeline of the phone's programs runs them together; su waits in one)
 
 
 class Binder:
     """Serves the programs in `commands` on `socket_dir/SOCKET_NAME` until `close`."""
 
     def __init__(
-        self, socket_dir: Path, commands: dict[str, Command], caller: Callable[[str, str], Caller]
+        self,
+        socket_dir: Path,
+        commands: dict[str, Command],
+        caller: Callable[[str, int | None], Caller],
+        su: Callable[[tuple[str, list[str]], list[int], int], int],
+        peer_uid: bool,
     ) -> None:
         self.commands = commands
-        self._caller = caller  # (cwd, uid that su chose or "") → who runs the command
+        self._caller = caller  # (cwd, the caller's uid or None: adbd's) → who runs the command
+        self._su = su  # su.su on the phone's sandbox: (cwd, args), the client's fds, its connection
+        # Whose uid counts: the client's process's (a sandbox with users), or the one it says it runs as.
+        self._peer_uid = peer_uid
         self.path = socket_dir / SOCKET_NAME
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._server.bind(str(self.path))
@@ -60,7 +69,11 @@ class Binder:
                         fds = list(array.array("i", data[: len(data) - len(data) % 4]))
                 if len(fds) != 3:
                     return
-                cwd, uid, name, *args = msg.decode("utf-8", "surrogateescape").split("\0")[:-1]
+                cwd, said_uid, name, *args = msg.decode("utf-8", "surrogateescape").split("\0")[:-1]
+                if name == "su":
+                    conn.send(str(self._su((cwd, args), fds, conn.fileno())).encode())
+                    return
+                uid = _peer_uid(conn) if self._peer_uid else int(said_uid) if said_uid.isdigit() else None
                 caller = self._caller(cwd, uid)
                 caller.stdin_fd = fds[0]
                 rc = self.run(caller, name, args, fds[1], fds[2])
@@ -94,6 +107,11 @@ class Binder:
         self._server.close()
         for t in self._threads:
             t.join(timeout=2)
+
+
+def _peer_uid(conn: socket.socket) -> int:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[1])
 
 
 def _write_all(fd: int, data: bytes) -> None:

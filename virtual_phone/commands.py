@@ -9,6 +9,7 @@ from virtual_phone import (
     content,
     dumpsys,
     package_manager,
+    service_command,
     system_commands,
 )
 from virtual_phone.program import Command
@@ -19,6 +20,7 @@ MODULES = (
     package_manager,
     dumpsys,
     system_commands,
+    service_command,
     content,
 )
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from virtual_phone import providers
 from virtual_phone.phone import Phone
 
 TOKEN_FILE = ".emulator_console_auth_token"
@@ -22,6 +24,7 @@ HELP = (
     "    ping             check if the emulator is alive\r\n"
     "    auth             user authentication for the emulator console\r\n"
     "    avd              control virtual device execution (avd snapshot save|load|list|delete NAME)\r\n"
+    "    sms              SMS related commands (sms send NUMBER TEXT)\r\n"
     "    faults           fault injection of the virtual phone (faults show|set FIELD VALUE|reset)\r\n"
     "\r\ntry 'help <command>' for command-specific help\r\n"
 )
@@ -119,6 +122,8 @@ class Console:
             return self._avd(args), False
         if cmd == "faults":
             return self._faults(args), False
+        if cmd == "sms":
+            return self._sms(args), False
         return "KO: unknown command, try 'help'\r\n", False
 
     def _avd(self, args: list[str]) -> str:
@@ -154,6 +159,22 @@ class Console:
                 return f"KO: snapshot '{name}' does not exist\r\n"
             return "OK\r\n"
         return "KO: bad sub-command, try 'help avd snapshot'\r\n"
+
+    def _sms(self, args: list[str]) -> str:
+        """`sms send NUMBER TEXT`: the modem receives an SMS, which lands in the inbox (unread) as the
+        default SMS app stores it."""
+        if args[:1] != ["send"]:
+            return "KO: bad sub-command, try 'help sms'\r\n"
+        if len(args) < 3:
+            return "KO: missing argument, try 'sms send <phonenumber> <text message>'\r\n"
+        number, text = args[1], " ".join(args[2:])
+        if not re.fullmatch(r"\+?[0-9]+", number):
+            return "KO: bad phone number format, must be [+](0-9)*\r\n"
+        inbox = providers.resolve("content://sms/inbox")
+        with self.phone.lock:
+            providers.insert(self.phone.data, inbox, {"address": number, "body": text})
+        self.phone.prerender_soon()
+        return "OK\r\n"
 
     def _faults(self, args: list[str]) -> str:
         inj = self.phone.faults

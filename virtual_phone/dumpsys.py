@@ -81,6 +81,7 @@ def _focus(sh: Caller) -> tuple[str, str, int]:
 def _window(sh: Caller, io: Output) -> None:
     long, short, task = _focus(sh)
     w, h = sh.phone.state.width, sh.phone.state.height
+    auto_rotate = sh.phone.state.get("system", "accelerometer_rotation") == "1"
     io.out(
         "WINDOW MANAGER WINDOWS (dumpsys window windows)\n"
         f"  Window #0 Window{{{object_hash(long)} u0 {long}}}:\n"
@@ -91,6 +92,11 @@ def _window(sh: Caller, io: Output) -> None:
         f"  mCurrentFocus=Window{{{object_hash(long)} u0 {long}}}\n"
         f"  mFocusedApp=ActivityRecord{{{object_hash(short)} u0 {short} t{task}}}\n"
         "  mInputMethodWindow=Window{5e1c7d0 u0 InputMethod}\n"
+        # The display's rotation listener (WindowOrientationListener.dump): enabled with auto-rotate; the
+        # phone stays in its natural portrait rotation.
+        "  WindowOrientationListener\n"
+        f"    mEnabled={str(auto_rotate).lower()}\n"
+        "    mCurrentRotation=ROTATION_0\n"
     )
 
 

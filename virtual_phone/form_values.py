@@ -8,7 +8,7 @@ import datetime as dt
 from collections.abc import Mapping
 
 from virtual_phone.appdata_schema import Value
-from virtual_phone.clock import now_ms
+from virtual_phone.clock import PHONE_EPOCH_MS
 from virtual_phone.screen_data import FormField, RecordForm
 from virtual_phone.templates import clock_text
 
@@ -19,16 +19,16 @@ def _utc(ms: object) -> dt.datetime:
     try:
         return dt.datetime.fromtimestamp(int(str(ms)) / 1000, tz=dt.UTC)
     except ValueError:
-        return _utc(now_ms())
+        return _utc(PHONE_EPOCH_MS)  # not a time: the phone's boot time
 
 
-def _field_text(f: FormField, rec: Mapping[str, object] | None) -> str:
+def _field_text(f: FormField, rec: Mapping[str, object] | None, now_ms: int) -> str:
     if f.input == "time" and f.columns:
         if rec is None:
             return DEFAULT_TIME
         return f"{int(str(rec.get(f.columns[0]) or 0)):02d}:{int(str(rec.get(f.columns[1]) or 0)):02d}"
     if f.input in ("time", "date"):
-        when = _utc(rec.get(f.column) if rec is not None else now_ms())
+        when = _utc(rec.get(f.column) if rec is not None else now_ms)
         if f.input == "date":
             return f"{when:%Y-%m-%d}"
         return f"{when:%H:%M}" if rec is not None else DEFAULT_TIME
@@ -36,9 +36,10 @@ def _field_text(f: FormField, rec: Mapping[str, object] | None) -> str:
     return "" if v is None else str(v)
 
 
-def initial_form(spec: RecordForm, rec: Mapping[str, object] | None) -> dict[str, str]:
-    """The fields' texts for editing `rec` (None: a new record, with today's date and 08:00)."""
-    return {f.key: _field_text(f, rec) for f in spec.fields}
+def initial_form(spec: RecordForm, rec: Mapping[str, object] | None, now_ms: int) -> dict[str, str]:
+    """The fields' texts for editing `rec` (None: a new record, with today's date (the phone's clock reads
+    `now_ms`) and 08:00)."""
+    return {f.key: _field_text(f, rec, now_ms) for f in spec.fields}
 
 
 def shown_value(f: FormField, form: Mapping[str, str]) -> str:
@@ -65,7 +66,7 @@ def parse_date(text: str) -> dt.date:
     try:
         return dt.date.fromisoformat(text)
     except ValueError:
-        return _utc(now_ms()).date()
+        return _utc(PHONE_EPOCH_MS).date()  # not a date: the phone's boot date
 
 
 def _epoch(date_text: str, time_text: str) -> int:
@@ -75,7 +76,7 @@ def _epoch(date_text: str, time_text: str) -> int:
 
 
 def record_values(
-    spec: RecordForm, form: Mapping[str, str], rec: Mapping[str, object] | None
+    spec: RecordForm, form: Mapping[str, str], rec: Mapping[str, object] | None, now_ms: int
 ) -> dict[str, Value]:
     """The columns Save writes: texts as typed, a time into its hour and minute columns, and a date and
     time into their epoch-ms column (a part without a field keeps the record's own)."""
@@ -86,7 +87,7 @@ def record_values(
             h, m = parse_time(text)
             out[f.columns[0]], out[f.columns[1]] = h, m
         elif f.input in ("time", "date"):
-            old = _utc(rec.get(f.column)) if rec is not None else _utc(now_ms())
+            old = _utc(rec.get(f.column)) if rec is not None else _utc(now_ms)
             date_text = form.get(f"{f.column}_date", f"{old:%Y-%m-%d}")
             time_text = form.get(f"{f.column}_time", f"{old:%H:%M}" if rec is not None else DEFAULT_TIME)
             out[f.column] = _epoch(date_text, time_text)

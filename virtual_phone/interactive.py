@@ -12,7 +12,7 @@ from concurrent.futures import Executor
 
 from virtual_phone.phone import Phone
 from virtual_phone.sandbox import Run, Sandbox
-from virtual_phone.shell import SH, as_adbd
+from virtual_phone.shell import SH, adbd_uid
 from virtual_phone.transport import Stream
 
 
@@ -49,13 +49,13 @@ def _start_shell(phone: Phone, sandbox: Sandbox, pty: bool) -> tuple[Run, int, d
     if pty:
         master, slave = os.openpty()
         # The terminal becomes the shell's controlling tty (job control, ^C), as on a device.
-        run = sandbox.start([*as_adbd(phone), SH, "-i"], (slave, slave, slave), terminal=True)
+        run = sandbox.start([SH, "-i"], (slave, slave, slave), adbd_uid(phone), terminal=True)
         os.close(slave)
         return run, master, {master: 1}
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    run = sandbox.start([*as_adbd(phone), SH], (in_r, out_w, err_w))
+    run = sandbox.start([SH], (in_r, out_w, err_w), adbd_uid(phone))
     for fd in (in_r, out_w, err_w):
         os.close(fd)
     return run, in_w, {out_r: 1, err_r: 2}

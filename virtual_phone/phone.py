@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING
 from virtual_phone import app_modules, record_input
 from virtual_phone.appdata import AppStore
 from virtual_phone.apps import Catalog, Row, load_catalog
+from virtual_phone.clock import DEFAULT_ZONE, PHONE_EPOCH_MS, Clock
 from virtual_phone.faults import FaultInjector
 from virtual_phone.keys import KEY_CHARS, KEYCODES
 from virtual_phone.layout import layout
+from virtual_phone.owners import Users
+from virtual_phone.package_manager import system_packages
 from virtual_phone.png import PngEncoder
 from virtual_phone.record_input import Editor
 from virtual_phone.record_source import DataContext
@@ -53,6 +56,7 @@ class Snapshot:
     created: float
     data: dict[str, bytes] = field(default_factory=dict)  # every app's database (AppStore.snapshot)
     files: TreeCopy = field(default_factory=TreeCopy)  # shared storage and /data/local/tmp
+    clock: tuple[int, str] = (PHONE_EPOCH_MS, DEFAULT_ZONE)  # the phone's time and zone
 
 
 class Phone:
@@ -71,14 +75,17 @@ class Phone:
         self.snapshots: dict[str, Snapshot] = {}
         self.lock = threading.RLock()
         self.tree = PhoneTree()  # the phone's files on the host; removed with the phone
+        self.users = Users([*system_packages(), *self.catalog.apps])  # uids, and who owns new files
         self._write_default_files()
-        self.storage = Storage(self.tree, self.lock, self.changed)
+        self.storage = Storage(self.tree, self.lock, self.changed, self.users)
         self._userland: Userland | None = None
         self._finalizer = weakref.finalize(self, _end, self.tree, [None])
         self.root = False  # adbd runs as root (`adb root`); not part of snapshots, as adbd is not
         # Every app's records; the same object for the phone's lifetime (a snapshot load restores in place).
-        self.data = AppStore(self.catalog.data_specs(), self.lock, self.changed, self.tree.host)
-        self.reads = DataContext(self.data.find, self.storage)  # what the screens of records read and write
+        self.clock = Clock()  # the phone's time and zone (a snapshot holds them)
+        self.data = AppStore(self.catalog.data_specs(), self.lock, self.changed, self.tree.host, self.clock)
+        # What the screens of records read and write.
+        self.reads = DataContext(self.data.find, self.storage, self.clock)
         check_screens(self.catalog, self.reads)
         self.version = 0  # bumped on every change; keys the frame cache
         self._tick = 0
@@ -581,7 +588,7 @@ class Phone:
     def save_snapshot(self, name: str, now: float) -> None:
         with self.lock:
             self.snapshots[name] = Snapshot(
-                name, self.state.to_json(), now, self.data.snapshot(), self.tree.copy()
+                name, self.state.to_json(), now, self.data.snapshot(), self.tree.copy(), self.clock.state()
             )
 
     def load_snapshot(self, name: str) -> bool:
@@ -592,6 +599,7 @@ class Phone:
             self.state = PhoneState.from_json(copy.deepcopy(snap.state))
             self.data.restore(snap.data)
             self.tree.restore(snap.files)
+            self.clock.set(*snap.clock)
             self.storage.changed_since_last_look()
             self.changed()
             return True

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 from virtual_phone.appdata import AppDatabase, AppStore, DataError
 from virtual_phone.appdata_schema import IDENTIFIER, Value
-from virtual_phone.clock import now_ms
 
 NAME = "vnd.android.cursor.item/name"
 PHONE = "vnd.android.cursor.item/phone_v2"
@@ -85,7 +84,8 @@ def _legacy_contacts() -> dict[str, Endpoint]:
     """The pre-2.0 `contacts` authority (android.provider.Contacts), still answered by ContactsProvider."""
     phones = (
         "SELECT d._id AS _id, d.raw_contact_id AS person, d.is_primary AS isprimary, "
-        "CAST(d.data2 AS INTEGER) AS type, d.data1 AS number, d.data3 AS label, r.display_name AS name "
+        "CAST(d.data2 AS INTEGER) AS type, d.data1 AS number, d.data3 AS label, r.display_name AS name, "
+        "r.display_name AS display_name "
         f"FROM data d JOIN raw_contacts r ON r._id = d.raw_contact_id WHERE d.mimetype = '{PHONE}' "
         "AND r.deleted = 0"
     )
@@ -108,7 +108,7 @@ def _sms_defaults(db: AppDatabase, values: dict[str, Value]) -> None:
         found = db.query("SELECT thread_id FROM sms WHERE address = ? LIMIT 1", [values.get("address")])[1]
         top = db.query("SELECT COALESCE(MAX(thread_id), 0) + 1 FROM sms")[1][0][0]
         values["thread_id"] = found[0][0] if found else top
-    values.setdefault("date", now_ms())
+    values.setdefault("date", db.clock.now_ms())
     values.setdefault("type", 1)
     if values["type"] != 1:
         values.setdefault("read", 1)

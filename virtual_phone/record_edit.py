@@ -4,10 +4,12 @@ the bar; a text field per text column, a row per time or date that opens its pic
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from virtual_phone.form_values import shown_value
 from virtual_phone.record_source import find_record
 from virtual_phone.record_view import Ctx, app_bar, field_view, root
-from virtual_phone.screen_data import FormField, MenuItem
+from virtual_phone.screen_data import FormField, MenuItem, RecordDetail
 from virtual_phone.templates import fill
 from virtual_phone.views import Tap, View, clickable
 
@@ -29,6 +31,15 @@ def _buttons(c: Ctx, items: list[MenuItem], y: int) -> View:
     return View(
         cls="android.widget.LinearLayout", bounds=(0, y, m.w, y + m.dp(48)), package=c.pkg, children=views
     )
+
+
+def _detail_rows(spec: RecordDetail, rec: Mapping[str, object]) -> list[tuple[str, str]]:
+    """A record screen's label/value rows: a field's own, or one per pair of its `rows` column."""
+    out: list[tuple[str, str]] = []
+    for f in spec.fields:
+        pairs = rec.get(f.rows) if f.rows else [(f.label, fill(f.value, rec))]
+        out.extend((str(label), str(value)) for label, value in pairs or [])  # type: ignore[attr-defined]
+    return out
 
 
 def detail_window(c: Ctx) -> tuple[View, None, int]:
@@ -53,8 +64,7 @@ def detail_window(c: Ctx) -> tuple[View, None, int]:
     if spec.buttons:
         content.children.append(_buttons(c, spec.buttons, y))
         y += m.dp(64)
-    for f in spec.fields:
-        value = fill(f.value, rec)
+    for label, value in _detail_rows(spec, rec):
         if not value:
             continue  # a contact without an e-mail shows no e-mail row
         box = View(
@@ -66,7 +76,7 @@ def detail_window(c: Ctx) -> tuple[View, None, int]:
             ),
             c.text(
                 (m.dp(24), y + m.dp(40), m.w - m.dp(24), y + m.dp(64)),
-                f.label,
+                label,
                 "summary",
                 "android:id/summary",
             ),

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from virtual_phone.app_behaviour import AppContext, behaviour
 from virtual_phone.apps import App, Catalog, Screen
-from virtual_phone.clock import now_ms
 from virtual_phone.form_values import initial_form, record_values
 from virtual_phone.pickers import (
     SPINNERS,
@@ -60,7 +59,7 @@ class Editor:
         form = self.app.screens[screen_id].form
         if form is not None:
             rec = find_record(self.data, self.app.package, form.source, form.table, key)
-            frame.form = initial_form(form, rec)
+            frame.form = initial_form(form, rec, self.data.clock.now_ms())
         self.st.keyboard_shown = False
         self.st.tasks[self.st.foreground].append(frame)
 
@@ -201,14 +200,14 @@ def save(ed: Editor) -> None:
     assert spec is not None
     src = SOURCES[spec.source]
     rec = find_record(ed.data, ed.app.package, spec.source, spec.table, frame.record)
-    values = record_values(spec, frame.form, rec)
+    values = record_values(spec, frame.form, rec, ed.data.clock.now_ms())
     texts = [values[f.column] for f in spec.fields if f.input not in ("time", "date")]
     if frame.record is None and texts and len(texts) == len(spec.fields) and not any(texts):
         ed.st.tasks[ed.st.foreground].pop()
         return
     behaviour(ed.app.package).saving(ed.context, spec.table, values, frame.record)
     if frame.record is None:
-        now = str(now_ms())
+        now = str(ed.data.clock.now_ms())
         values = {**{k: fill(v.replace("{now}", now), {}) for k, v in spec.set.items()}, **values}
         src.insert(ed.data, ed.app.package, spec.table, values)
     else:
@@ -226,7 +225,7 @@ def send(ed: Editor) -> None:
         return
     c = spec.compose
     parent = find_record(ed.data, ed.app.package, spec.source, spec.table, frame.record) or {}
-    now = str(now_ms())
+    now = str(ed.data.clock.now_ms())
     values = {k: fill(v.replace("{now}", now), parent) for k, v in c.set.items()}
     values[c.column] = text
     SOURCES[c.source].insert(ed.data, ed.app.package, c.table, values)

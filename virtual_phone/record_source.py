@@ -12,6 +12,7 @@ from typing import Protocol
 
 from virtual_phone.appdata import AppDatabase
 from virtual_phone.appdata_schema import Value
+from virtual_phone.clock import Clock
 from virtual_phone.screen_data import RecordList
 from virtual_phone.storage import Storage
 
@@ -26,6 +27,7 @@ class DataContext:
 
     database: Callable[[str], AppDatabase | None]
     storage: Storage
+    clock: Clock  # the phone's: the time new records get
 
     def db(self, package: str) -> AppDatabase:
         found = self.database(package)

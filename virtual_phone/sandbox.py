@@ -1,8 +1,17 @@
 """The phone's sandbox: bubblewrap over the phone's tree, holding a zygote (zygote.py) that starts Android's
-own shell (mksh) and userland (toybox) there, one process per request, as root in a user namespace.
+own shell (mksh) and userland (toybox) there, one process per request.
 
 It starts on the first shell command and lives as long as the phone; it has no network and sees the host only
 through read-only /usr (the programs and their libraries).
+
+Users: a phone started as root gets Android's users (`users`): the sandbox is a mount, pid, network, IPC and
+UTS namespace without a user namespace, its processes run as the uids Android uses (shell 2000, root 0, ...),
+so the kernel itself refuses the shell what Android refuses it (`ls /data/data`: Permission denied). Its root
+keeps only the capabilities that file ownership needs (no mounts, devices, clock or module loading), /proc/sys
+and /proc/sysrq-trigger are read-only, and no program gains privileges on exec (bwrap sets no_new_privs).
+A phone started as another user cannot hand out uids (a user namespace maps that one user only, unless
+newuidmap and /etc/subuid are set up for it): every process runs as root in a user namespace, and `su` and
+`adb root` change only what the phone's own programs allow (sqlite3 on app databases, adb pull).
 """
 
 from __future__ import annotations
@@ -40,14 +49,8 @@ ENV = {
     "ANDROID_ROOT": "/system",
     "ANDROID_STORAGE": "/storage",
     "ENV": "/system/etc/mkshrc",  # read by interactive shells only, as Android's mksh reads it
-    "TZ": "UTC",
-}
+}  # no TZ: programs read the phone's zone from /etc/localtime (clock.py keeps it)
 PACKAGES = "apt-get install mksh toybox bubblewrap sqlite3 faketime gcc"
-# The phone's clock in its shell (`date`): libfaketime starts each program at the phone's boot time,
-# 2026-01-01 12:00 UTC (clock.py), wherever the host's clock is.
-# Only the programs that read the clock get it (system_image.CLOCK_PROGRAMS): preloading it costs every
-# program a third of a millisecond.
-PHONE_TIME = "@2026-01-01 12:00:00"  # what a Debian host needs for the phone's shell
 
 
 def require_tools() -> dict[str, str]:
@@ -105,7 +108,7 @@ class Run:
     def wait(self, timeout: float | None = None) -> int | None:
         """The exit status (as `$?` shows it: 128+N after signal N), or None if still running."""
         if self._status is None:
-            if timeout is not None and not select.select([self.status_fd], [], [], timeout)[0]:
+            if timeout is not None and not readable([self.status_fd], timeout):
                 return None
             data = b""
             while chunk := os.read(self.status_fd, 64):
@@ -119,18 +122,40 @@ class Run:
         self._sandbox.kill(self.ident)
 
 
-class Sandbox:
-    """One bwrap + zygote. `start` starts a program there with the given fds."""
+# Root's capabilities in a sandbox with users: what owning files takes (chown, chmod, reading and writing any
+# file of the tree) and changing users (su); not mounting, devices, the clock, tracing or modules.
+ROOT_CAPS = (
+    *("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL"),
+    *("CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP"),
+)
 
-    def __init__(self, root: Path, socket_dir: Path, tools: dict[str, str]) -> None:
+
+def _namespaces(users: bool) -> list[str]:
+    """bwrap arguments for the namespaces: every one (a user namespace too) without users; with users all but
+    the user namespace, root's capabilities cut down and the kernel's knobs in /proc read-only."""
+    if not users:
+        return ["--unshare-all"]
+    args = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    args += ["--cap-drop", "ALL", *[a for cap in ROOT_CAPS for a in ("--cap-add", cap)]]
+    return args
+
+
+class Sandbox:
+    """One bwrap + zygote. `start` starts a program there with the given fds, as a user."""
+
+    def __init__(self, root: Path, socket_dir: Path, tools: dict[str, str], users: bool) -> None:
         self.root = root
+        self.users = users  # processes run as Android's uids (see the module's docstring)
         self._lock = threading.Lock()
         self._next = 0
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         zygote = (Path(__file__).parent / "zygote.py").read_text()
+        proc = ["--ro-bind", "/proc/sys", "/proc/sys"]
+        if os.path.exists("/proc/sysrq-trigger"):  # kernels without magic SysRq have none
+            proc += ["--ro-bind", "/dev/null", "/proc/sysrq-trigger"]
         args = [
             tools["bwrap"],
-            "--unshare-all",
+            *_namespaces(users),
             "--die-with-parent",
             "--as-pid-1",  # the zygote is the namespace's init: when it ends, every process in there ends
             "--hostname",
@@ -142,6 +167,7 @@ class Sandbox:
             "--symlink", "/storage/self/primary", "/sdcard",
             "--symlink", "/system/etc", "/etc",
             "--proc", "/proc",
+            *(proc if users else []),
             "--dev", "/dev",
             "--bind", str(socket_dir), "/dev/socket",
             "--remount-ro", "/",  # as Android's root: /sdcard and the rest cannot be removed or added to
@@ -149,19 +175,23 @@ class Sandbox:
             "--clearenv",
             *[a for k, v in ENV.items() for a in ("--setenv", k, v)],
             os.path.realpath(sys.executable), "-I", "-S", "-c", zygote, str(theirs.fileno()),
+            *(["users"] if users else []),
         ]  # fmt: skip
         self._proc = subprocess.Popen(args, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
         theirs.close()
 
-    def start(self, argv: list[str], fds: tuple[int, int, int], terminal: bool = False) -> Run:
-        """Starts argv (an absolute path inside the sandbox first) with fds as its 0, 1, 2; `terminal`: fd 0
-        is a terminal that becomes its controlling tty."""
+    def start(
+        self, argv: list[str], fds: tuple[int, int, int], uid: int, terminal: bool = False, cwd: str = "/"
+    ) -> Run:
+        """Starts argv (a path inside the sandbox, or a name looked up in $PATH, first) as user `uid` in
+        folder `cwd` with fds as its 0, 1, 2; `terminal`: fd 0 is a terminal that becomes its controlling
+        tty."""
         with self._lock:
             self._next += 1
             ident = str(self._next)
         status_r, status_w = os.pipe()
         kind = "tty " if terminal else "run "
-        request = (kind + "\0".join([ident, *argv])).encode("utf-8", "surrogateescape")
+        request = (kind + "\0".join([ident, str(uid), cwd, *argv])).encode("utf-8", "surrogateescape")
         try:
             self._sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _ints((*fds, status_w)))])
         except OSError:
@@ -187,6 +217,14 @@ class Sandbox:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+
+
+def readable(fds: list[int], timeout: float | None = None) -> list[int]:
+    """The fds with something to read, or that ended (poll: select() refuses fds above 1023)."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return [fd for fd, _ in poller.poll(None if timeout is None else int(timeout * 1000))]
 
 
 def _ints(values: tuple[int, ...]) -> bytes:

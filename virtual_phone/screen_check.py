@@ -77,6 +77,11 @@ def _screen_problems(ctx: DataContext, app: App, sid: str) -> Problems:
         r = screen.record
         cols = _columns(ctx, app, r.source, r.table, f"{at}.record", out) or set()
         fields = {f"{at}.record.fields[{i}].value": f.value for i, f in enumerate(r.fields)}
+        out.extend(
+            (f"{at}.record.fields[{i}].rows", f"unknown column {f.rows!r}")
+            for i, f in enumerate(r.fields)
+            if f.rows and cols and f.rows not in cols
+        )
         _templates({f"{at}.title": screen.title, f"{at}.record.header": r.header, **fields}, cols, out)
         _items(app, r.buttons, cols, f"{at}.record.buttons", out)
     if screen.form is not None:

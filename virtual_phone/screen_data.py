@@ -77,8 +77,11 @@ class RecordList(_Strict):
 
 
 class DetailField(_Strict):
-    label: str
-    value: str  # a template
+    label: str = ""
+    value: str = ""  # a template
+    # A column whose value is a list of (label, value) pairs: one row per pair (a contact's numbers, each
+    # with its type), instead of `label` and `value`.
+    rows: str | None = None
 
 
 class RecordDetail(_Strict):

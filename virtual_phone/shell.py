@@ -10,6 +10,7 @@ import selectors
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from virtual_phone.owners import ROOT, SHELL
 from virtual_phone.program import Caller, Output
 from virtual_phone.sandbox import Run
 
@@ -50,7 +51,7 @@ class Shell:
                 os.close(stdin_fd)
             self.phone.shell_ran()
             return out, rc
-        return self.run_program([*as_adbd(self.phone), SH, "-c", line], one_stream, started, stdin_fd)
+        return self.run_program([SH, "-c", line], one_stream, started, stdin_fd)
 
     def run_program(
         self,
@@ -65,7 +66,7 @@ class Shell:
         err_r, err_w = os.pipe() if not one_stream else (-1, out_w)
         null = os.open(os.devnull, os.O_RDONLY) if stdin_fd is None else stdin_fd
         try:
-            run = sandbox.start(argv, (null, out_w, err_w))
+            run = sandbox.start(argv, (null, out_w, err_w), adbd_uid(self.phone))
         finally:
             for fd in {null, out_w, err_w}:
                 os.close(fd)
@@ -73,7 +74,7 @@ class Shell:
         out = Output()
         streams = {out_r: 1} if one_stream else {out_r: 1, err_r: 2}
         try:
-            _collect(out, streams)
+            _collect(out, streams, diagnostics=1 if one_stream else 2)
         finally:
             for fd in streams:
                 os.close(fd)
@@ -82,13 +83,20 @@ class Shell:
         return out, 255 if rc is None else rc
 
 
-def as_adbd(phone: Phone) -> list[str]:
-    """What a shell is started under: after `adb root`, adbd (and so its shell) runs as root."""
-    return ["/system/bin/su", "0"] if phone.root else []
+def adbd_uid(phone: Phone) -> int:
+    """Whom adbd starts its shells as: root after `adb root`, else shell (2000)."""
+    return ROOT if phone.root else SHELL
 
 
-def _collect(out: Output, streams: dict[int, int]) -> None:
-    """Reads the fds (→ 1 or 2) until each ends, keeping the order in which their data arrived."""
+# Debian's mksh (R59 2023) starts its diagnostics with `E: ` (errors) or `W: ` (warnings); Android's (AOSP
+# external/mksh, R59 2020/05/16: main.c error_prefix) starts them with the shell's name alone:
+# `/system/bin/sh: nosuch: inaccessible or not found`. The prefix is taken off the shell's own lines.
+_DEBIAN_PREFIX = re.compile(rb"(?m)^[EW]: (?=(?:/system/bin/)?sh: |su: )")
+
+
+def _collect(out: Output, streams: dict[int, int], diagnostics: int = 2) -> None:
+    """Reads the fds (→ 1 or 2) until each ends, keeping the order in which their data arrived; the
+    stream `diagnostics` carries the shell's messages."""
     with selectors.DefaultSelector() as sel:
         for fd, which in streams.items():
             sel.register(fd, selectors.EVENT_READ, which)
@@ -96,6 +104,8 @@ def _collect(out: Output, streams: dict[int, int]) -> None:
         while open_fds:
             for key, _ in sel.select():
                 data = os.read(key.fd, 65536)
+                if key.data == diagnostics:
+                    data = _DEBIAN_PREFIX.sub(b"", data)
                 if data and out.chunks and out.chunks[-1][0] == key.data:
                     # toybox writes a line in pieces: one chunk per run of one stream reads as the device's
                     out.chunks[-1] = (key.data, out.chunks[-1][1] + data)

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from virtual_phone.owners import Users, can_own
 from virtual_phone.tree import SDCARD, WRITABLE_ROOTS, PhoneTree, android_path
 
 # Files right in these folders are no app's records (the Files app lists the folders of /sdcard): tools write
@@ -35,9 +36,14 @@ class Storage:
     """Files in the phone's tree, guarded by `lock`."""
 
     def __init__(
-        self, tree: PhoneTree, lock: threading.RLock, on_change: Callable[[], None] | None = None
+        self,
+        tree: PhoneTree,
+        lock: threading.RLock,
+        on_change: Callable[[], None] | None = None,
+        users: Users | None = None,
     ) -> None:
         self.tree = tree
+        self._users = users if can_own() else None  # who owns what the phone makes (None: no owners)
         self.lock = lock
         # Called when a folder, or a file outside QUIET_DIRS, is written, appears, goes or moves: a screen
         # that lists files or shows a note must re-render.
@@ -47,6 +53,13 @@ class Storage:
     def _changed(self, path: str, is_dir: bool = False) -> None:
         if is_dir or posixpath.dirname(android_path(path)) not in QUIET_DIRS:
             self._on_change()
+
+    def _own(self, path: str, host: Path) -> None:
+        """What the phone makes is made as on Android: by the media provider on shared storage (its ACL
+        comes from the folder's default ACL), by adbd's shell user in /data/local/tmp."""
+        if self._users is not None:
+            uid, gid = self._users.new_file_owner(android_path(path))
+            os.chown(host, uid, gid)
 
     def _host(self, path: str) -> Path | None:
         return self.tree.host(path)
@@ -98,6 +111,7 @@ class Storage:
                 f.write(data)
             if new:
                 host.chmod(0o660)  # as files on shared storage show on Android (and as the shell makes them)
+                self._own(p, host)
             self._changed(p)
 
     def make_dirs(self, path: str, parents: bool = True) -> None:
@@ -113,12 +127,15 @@ class Storage:
                 raise PhoneError(f"{path}: File exists")
             if not parents and not host.parent.is_dir():
                 raise PhoneError(f"{path}: No such file or directory")
-            made = not host.is_dir()
+            missing = [host, *[d for d in host.parents if d.is_relative_to(self.tree.root)]]
+            missing = [d for d in missing if not d.exists()]
             try:
                 host.mkdir(mode=0o771, parents=True, exist_ok=True)
             except (FileExistsError, NotADirectoryError) as e:
                 raise PhoneError(f"{path}: Not a directory") from e
-            if made:
+            for d in missing:
+                self._own(str(d.relative_to(self.tree.root)), d)
+            if missing:
                 self._changed(p, is_dir=True)
 
     def remove(self, path: str) -> bool:

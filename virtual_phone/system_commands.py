@@ -12,7 +12,6 @@ SDK = 34  # Android 14
 PROPS = {
     "dev.bootcomplete": "1",
     "init.svc.bootanim": "stopped",
-    "persist.sys.timezone": "GMT",
     "ro.boot.qemu": "1",
     "ro.boot.serialno": "EMULATOR34X1X1X0",
     "ro.build.characteristics": "emulator",
@@ -99,9 +98,11 @@ def _wm(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
 
 def _getprop(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     if not args:
-        io.out("".join(f"[{k}]: [{v}]\n" for k, v in sorted(PROPS.items())))
+        props = PROPS | {"persist.sys.timezone": sh.phone.clock.zone}
+        io.out("".join(f"[{k}]: [{v}]\n" for k, v in sorted(props.items())))
         return 0
-    io.out(PROPS.get(args[0], args[1] if len(args) > 1 else "") + "\n")
+    props = PROPS | {"persist.sys.timezone": sh.phone.clock.zone}  # what setTimeZone set
+    io.out(props.get(args[0], args[1] if len(args) > 1 else "") + "\n")
     return 0
 
 

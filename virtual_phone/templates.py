@@ -43,6 +43,16 @@ def _date(ms: object) -> str:
     return f"{t:%a}, {t:%b} {t.day}, {t.year}"
 
 
+def _starts(ms: object, all_day: object) -> str:
+    """An event's start as Google Calendar lists it: `All day` for an all-day event (whose dtstart is
+    midnight UTC, CalendarContract.Events.ALL_DAY), else its time."""
+    return "All day" if _int(all_day) else _clock(ms)
+
+
+def _span(start: object, end: object, all_day: object) -> str:
+    return "All day" if _int(all_day) else f"{_clock(start)} - {_clock(end)}"
+
+
 def _size(n: object) -> str:
     size = _int(n)
     for unit in ("B", "kB", "MB"):
@@ -70,6 +80,8 @@ FORMATS: dict[str, tuple[int, Callable[..., str]]] = {
     "date": (1, _date),  # date(epoch_ms) → Tue, Dec 8, 2026
     "size": (1, _size),  # size(bytes) → 1.2 kB
     "duration": (1, _duration),  # duration(seconds) → 01:05, 1:02:03
+    "starts": (2, _starts),  # starts(epoch_ms, allDay) → 7:30 AM, or All day
+    "span": (3, _span),  # span(start_ms, end_ms, allDay) → 7:30 AM - 8:30 AM, or All day
 }
 
 

@@ -43,10 +43,11 @@ def android_path(path: str) -> str:
 
 @dataclass
 class TreeCopy:
-    """The writable parts of a tree: files (bytes, mode, mtime_ns) and folders (mode, mtime_ns) by path."""
+    """The writable parts of a tree: files (bytes, mode, mtime_ns, (uid, gid)) and folders (mode, mtime_ns,
+    (uid, gid)) by path."""
 
-    files: dict[str, tuple[bytes, int, int]] = field(default_factory=dict)
-    dirs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    files: dict[str, tuple[bytes, int, int, tuple[int, int]]] = field(default_factory=dict)
+    dirs: dict[str, tuple[int, int, tuple[int, int]]] = field(default_factory=dict)
 
 
 class PhoneTree:
@@ -95,13 +96,14 @@ class PhoneTree:
             for dirpath, dirnames, filenames in os.walk(base):
                 rel = "/" + os.path.relpath(dirpath, self.root)
                 st = os.lstat(dirpath)
-                out.dirs[rel] = (stat.S_IMODE(st.st_mode), st.st_mtime_ns)
+                out.dirs[rel] = (stat.S_IMODE(st.st_mode), st.st_mtime_ns, (st.st_uid, st.st_gid))
                 for name in filenames:
                     full = os.path.join(dirpath, name)
                     st = os.lstat(full)
                     if stat.S_ISREG(st.st_mode):  # symlinks, fifos and sockets made in the shell are not kept
                         data = Path(full).read_bytes()
-                        out.files[f"{rel}/{name}"] = (data, stat.S_IMODE(st.st_mode), st.st_mtime_ns)
+                        owner = (st.st_uid, st.st_gid)
+                        out.files[f"{rel}/{name}"] = (data, stat.S_IMODE(st.st_mode), st.st_mtime_ns, owner)
                 # A symlink to a folder is listed in dirnames; os.walk does not follow it, nor do we.
                 dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
         return out
@@ -118,13 +120,14 @@ class PhoneTree:
                     shutil.rmtree(host)
                 else:
                     host.unlink()
-        for d, (mode, _) in sorted(saved.dirs.items()):
+        for d, (mode, _, owner) in sorted(saved.dirs.items()):
             host = self.root / d.lstrip("/")
             if now.get(d) != "dir":
                 host.mkdir(mode=0o700)
+            _chown(host, owner)
             if stat.S_IMODE(host.stat().st_mode) != mode | 0o700:
                 os.chmod(host, mode | 0o700)  # writable until its files are back
-        for path, (data, mode, mtime) in saved.files.items():
+        for path, (data, mode, mtime, owner) in saved.files.items():
             host = self.root / path.lstrip("/")
             st = host.stat() if now.get(path) == "file" else None
             if st is None or st.st_size != len(data) or host.read_bytes() != data:
@@ -132,12 +135,15 @@ class PhoneTree:
                     os.chmod(host, 0o600)
                 host.write_bytes(data)
                 st = None
+            if st is None or (st.st_uid, st.st_gid) != owner:
+                _chown(host, owner)
+                st = None
             if st is None or stat.S_IMODE(st.st_mode) != mode:
                 os.chmod(host, mode)
             if st is None or st.st_mtime_ns != mtime:
                 os.utime(host, ns=(mtime, mtime))
         # Folder modes and times last: writing a file into a folder moves its mtime.
-        for d, (mode, mtime) in sorted(saved.dirs.items(), reverse=True):
+        for d, (mode, mtime, _) in sorted(saved.dirs.items(), reverse=True):
             host = self.root / d.lstrip("/")
             os.chmod(host, mode)
             os.utime(host, ns=(mtime, mtime))
@@ -155,6 +161,13 @@ class PhoneTree:
                     out[f"{rel}/{name}"] = "file" if stat.S_ISREG(os.lstat(full).st_mode) else "other"
                 dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
         return out
+
+
+def _chown(host: Path, owner: tuple[int, int]) -> None:
+    """Gives a file back its owner (a phone not started as root has one owner for everything)."""
+    st = host.lstat()
+    if (st.st_uid, st.st_gid) != owner and os.geteuid() == 0:
+        os.chown(host, *owner, follow_symlinks=False)
 
 
 def owned_temp_dir(name: str, parent: str | None = None) -> str:

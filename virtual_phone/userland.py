@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 from virtual_phone.binder import Binder
 from virtual_phone.commands import command_table
+from virtual_phone.owners import IDS, can_own
 from virtual_phone.program import Caller
-from virtual_phone.sandbox import PHONE_TIME, Sandbox, require_tools
+from virtual_phone.sandbox import Sandbox, require_tools
+from virtual_phone.su import su
 from virtual_phone.system_image import install
 from virtual_phone.tree import owned_temp_dir
 
@@ -22,15 +24,27 @@ class Userland:
     def __init__(self, phone: Phone) -> None:
         tools = require_tools()
         commands = command_table()
-        install(phone.tree.root / "system", tools, commands, PHONE_TIME)
+        users = phone.users if can_own() else None
+        install(phone.tree.root / "system", tools, commands, users)
+        phone.clock.write_shell_time(phone.tree.root / "system" / "etc")
+        if users is not None:
+            users.apply(phone.tree.root)
         self._socket_dir = Path(owned_temp_dir("virtual-phone-sock"))
+        self._socket_dir.chmod(0o755)  # /dev/socket in the sandbox, open to every user as on Android
+        self.sandbox = Sandbox(phone.tree.root, self._socket_dir, tools, users is not None)
+        names = dict(IDS) | {f"u0_a{u - 10000}": u for u in phone.users.app_uids.values()}
 
-        def caller(cwd: str, uid: str) -> Caller:
-            # `su` names a user; otherwise programs run as adbd's user (root after `adb root`).
-            return Caller(phone, root=phone.root if uid == "" else uid == "0", cwd=cwd)
+        def caller(cwd: str, uid: int | None) -> Caller:
+            # None: the program runs as adbd's user (root after `adb root`).
+            return Caller(phone, root=phone.root if uid is None else uid == 0, cwd=cwd)
 
-        self.binder = Binder(self._socket_dir, commands, caller)
-        self.sandbox = Sandbox(phone.tree.root, self._socket_dir, tools)
+        self.binder = Binder(
+            self._socket_dir,
+            commands,
+            caller,
+            lambda request, fds, conn: su(self.sandbox, names, request, fds, conn),
+            peer_uid=users is not None,
+        )
 
     def close(self) -> None:
         self.sandbox.close()

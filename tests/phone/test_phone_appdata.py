@@ -122,8 +122,17 @@ def test_pm_clear_deletes_an_apps_data_as_android_does(phone: Phone) -> None:
     contacts.insert("raw_contacts", {"display_name": "Zoe"})
     assert run(phone, f"pm clear {CONTACTS}") == ("Success\n", 0)
     assert contacts.count("raw_contacts") == 7
+    # The provider's database holds only the user's records: cleared, it stays empty (Android re-creates it
+    # without contacts); the calendar provider keeps its local calendar, which the Calendar app makes again.
     assert run(phone, "pm clear com.android.providers.contacts") == ("Success\n", 0)
-    assert contacts.count("raw_contacts") == 6
+    assert contacts.count("raw_contacts") == 0 and contacts.count("data") == 0
+    assert run(phone, "content query --uri content://com.android.contacts/contacts") == (
+        "No result found.\n",
+        0,
+    )
+    assert run(phone, "pm clear com.android.providers.calendar") == ("Success\n", 0)
+    calendar = phone.data.db("com.google.android.calendar")
+    assert (calendar.count("Events"), calendar.count("Calendars")) == (0, 1)
     assert run(phone, "pm clear com.example.nothere") == ("Failed\n", 0)
 
 

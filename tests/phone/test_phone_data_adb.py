@@ -9,7 +9,7 @@ from pathlib import Path
 
 from _phones import adb, one_phone
 
-BASE = 5676
+BASE = 6484  # clear of test_phone_fleet.py (5660..5681)
 fleet, serial = one_phone(BASE)
 CONTACTS = "content://com.android.contacts"
 ALARMS = "/data/user_de/0/com.google.android.deskclock/databases/alarms.db"

@@ -9,6 +9,7 @@ import pytest
 
 from virtual_phone import sandbox
 from virtual_phone.errors import PhoneStartError
+from virtual_phone.owners import can_own, uid_name
 from virtual_phone.phone import Phone
 from virtual_phone.shell import Shell
 
@@ -29,8 +30,10 @@ def test_ls_lists_the_default_files_as_toybox_does(phone: Phone) -> None:
     out, _, _ = run(phone, "ls -l /storage/emulated/0/Download")
     lines = out.splitlines()
     assert lines[0] == "total 16"
-    # toybox's format; owners are root's here (Android shows root sdcard_rw: users are not modelled yet).
-    assert lines[2] == "-rw-rw---- 1 root root 17 2026-01-01 12:00 cat.jpg"
+    # toybox's format; shared storage is the media provider's, group media_rw (a phone started as root;
+    # otherwise everything is the one user's: root in the sandbox).
+    owner = f"{uid_name(phone.users.media)} media_rw" if can_own() else "root root"
+    assert lines[2] == f"-rw-rw---- 1 {owner} 17 2026-01-01 12:00 cat.jpg"
     assert run(phone, "ls /sdcard/Download | wc -l")[0] == "4\n"
     assert run(phone, "ls /sdcard/nothere") == ("", "ls: /sdcard/nothere: No such file or directory\n", 1)
 
@@ -40,7 +43,13 @@ def test_stat_prints_toybox_default_format_and_c_format(phone: Phone) -> None:
     lines = out.splitlines()
     assert rc == 0 and lines[0] == "  File: /sdcard/Download/cat.jpg"
     assert lines[1] == "  Size: 17\t Blocks: 8\t IO Blocks: 512\t regular file"
-    assert lines[3] == "Access: (0660/-rw-rw----)\tUid: (    0/    root)\tGid: (    0/    root)"
+    media = phone.users.media
+    uid, gid = (
+        (f"{media}/ {uid_name(media)}", " 1023/media_rw")
+        if can_own()
+        else ("    0/    root", "    0/    root")
+    )
+    assert lines[3] == f"Access: (0660/-rw-rw----)\tUid: ({uid})\tGid: ({gid})"
     assert lines[5] == "Modify: 2026-01-01 12:00:00.000000000 +0000"
     assert run(phone, "stat -c '%n %s %F' /sdcard/Download/cat.jpg /sdcard/Documents") == (
         "/sdcard/Download/cat.jpg 17 regular file\n/sdcard/Documents "

@@ -180,7 +180,8 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
             "source: people\n      table: contacts\n      title",
             "screens.list.records.source: unknown source 'people'",
         ),
-        ('value: "{number}"', 'value: "{when(number)}"', "unknown format 'when'"),
+        ('header: "{display_name}"', 'header: "{when(display_name)}"', "unknown format 'when'"),
+        ("{rows: phones}", "{rows: fones}", "screens.detail.record.fields[0].rows: unknown column 'fones'"),
     ],
 )
 def test_a_screen_that_does_not_fit_its_data_fails_at_phone_start(

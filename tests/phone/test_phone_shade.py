@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from _phones import Node, adb, dump, find, one_phone, row_of, screenshot, sh, tap
 
-BASE = 5680
+BASE = 6480  # clear of test_phone_fleet.py (5660..5681)
 fleet, serial = one_phone(BASE)
 SYSTEMUI = "com.android.systemui"
 LIGHT_BG, LIGHT_ACCENT = (0xF8, 0xF9, 0xFC), (0x0B, 0x57, 0xD0)

@@ -30,7 +30,26 @@ SELECT r._id AS _id, r.display_name AS display_name, r.starred AS starred,
 FROM raw_contacts r LEFT JOIN firsts f ON f.raw_contact_id = r._id AND f.k = 1
 WHERE r.deleted = 0 GROUP BY r._id
 """
-COLUMNS = {"_id", "display_name", "starred", "number", "email"}
+COLUMNS = {"_id", "display_name", "starred", "number", "email", "phones", "emails"}
+# ContactsContract.CommonDataKinds.Phone.getTypeLabel / Email.getTypeLabel (frameworks/base
+# core/java/android/provider/ContactsContract.java, core/res/res/values/strings.xml phoneTypeHome...):
+# data2 → the label the contact card shows under each number and address; a custom type (0) shows data3.
+PHONE_TYPES = {1: "Home", 2: "Mobile", 3: "Work", 4: "Work Fax", 5: "Home Fax", 6: "Pager", 7: "Other"}
+EMAIL_TYPES = {1: "Home", 2: "Work", 3: "Other", 4: "Mobile"}
+
+
+def _typed(db: AppDatabase, raw: int, mimetype: str, types: dict[int, str]) -> list[tuple[str, str]]:
+    """A contact's numbers (or addresses), primary first, each with its type's label."""
+    rows = db.query(
+        "SELECT data1, data2, data3 FROM data WHERE raw_contact_id = ? AND mimetype = ? "
+        "ORDER BY is_primary DESC, _id",
+        [raw, mimetype],
+    )[1]
+    out = []
+    for value, kind, label in rows:
+        k = int(str(kind)) if str(kind or "").isdigit() else 7
+        out.append((str(label or "Custom") if k == 0 else types.get(k, "Other"), str(value or "")))
+    return out
 
 
 class ContactsSource:
@@ -50,7 +69,13 @@ class ContactsSource:
         if db is None or not key.isdigit():
             return None
         rows = sql_rows(db, f"SELECT * FROM ({CONTACTS}) WHERE _id = :key", {"key": int(key)})
-        return rows[0] if rows else None
+        if not rows:
+            return None
+        # The card lists every number and address with its type; the list shows the first number.
+        return rows[0] | {
+            "phones": _typed(db, int(key), PHONE, PHONE_TYPES),
+            "emails": _typed(db, int(key), EMAIL, EMAIL_TYPES),
+        }
 
     def insert(self, ctx: DataContext, package: str, table: str, values: Mapping[str, Value]) -> str:
         db = ctx.db(package)

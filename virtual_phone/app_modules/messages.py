@@ -9,7 +9,6 @@ import re
 from collections.abc import Mapping
 
 from virtual_phone.appdata_schema import Value
-from virtual_phone.clock import now_ms
 from virtual_phone.record_source import DataContext, Record, TableSource, register_source
 from virtual_phone.screen_data import RecordList
 
@@ -45,10 +44,21 @@ def contact_name(ctx: DataContext, address: object) -> str:
     return str(address or "")
 
 
+def canonical(number: str) -> str:
+    """A typed number as the Messages app stores it: E.164 in the phone's country (US), separators gone
+    (`555 0100` → `+15550100`, `+1 555-0142` → `+15550142`), as AOSP Messaging's
+    PhoneUtils.getCanonicalBySystemLocale formats recipients with libphonenumber."""
+    d = digits(number)
+    if number.strip().startswith("+") or (len(d) == 11 and d.startswith("1")):
+        return "+" + d
+    return "+1" + d
+
+
 def _number_of(ctx: DataContext, recipient: str) -> str:
-    """A recipient typed as a contact's name becomes that contact's number (digits, a leading +)."""
+    """A recipient typed as a contact's name becomes that contact's number (digits, a leading +); a typed
+    number its canonical form."""
     if digits(recipient):
-        return recipient.strip()
+        return canonical(recipient)
     for name, number in _contacts(ctx):
         if name.lower() == recipient.strip().lower() and number:
             return "+" + number
@@ -89,7 +99,13 @@ class SmsSource(TableSource):
         thread = threads.get(digits(address))
         if thread is None:
             thread = max([0, *(int(str(t)) for t in threads.values() if t is not None)]) + 1
-        row: dict[str, Value] = {"type": SENT, "read": 1, "seen": 1, "creator": PACKAGE, "date": now_ms()}
+        row: dict[str, Value] = {
+            "type": SENT,
+            "read": 1,
+            "seen": 1,
+            "creator": PACKAGE,
+            "date": ctx.clock.now_ms(),
+        }
         row |= {k: v for k, v in values.items() if k not in ("name", "who")}
         row |= {"address": address, "thread_id": thread}
         return str(db.insert(table, row))
