@@ -29,7 +29,13 @@ from agent_eval.tune.collect import (
     run_plans,
     training_tasks,
 )
-from agent_eval.tune.collect_settings import WORDINGS, CollectSettings, read_settings, settle_settings
+from agent_eval.tune.collect_settings import (
+    WORDINGS,
+    CollectSettings,
+    read_generated,
+    read_settings,
+    settle_settings,
+)
 from agent_eval.tune.dataset import DatasetSummary, read_dataset
 from agent_eval.tune.families import family, tune_tasks
 
@@ -383,6 +389,7 @@ def ship_command(ctx: click.Context, base: Path | None, dest: Path | None) -> No
         dest=dest or repo_root() / DEFAULT_ADAPTER,
         prompt_format=summary.prompt_format,
         collect=read_settings(work / "data").model_dump(mode="json"),
+        generated=read_generated(work / "data"),
     )
     click.echo(f"shipped adapter {manifest.adapter_sha256[:12]} ({manifest.adapter_bytes / 2**20:.1f} MiB)")
     rate = state.tokens / state.seconds if state.seconds else 0.0

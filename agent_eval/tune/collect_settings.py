@@ -8,7 +8,9 @@ later fields describes a Settings-only collection with the first wording rules a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -61,6 +63,15 @@ def settle_generated(out_dir: Path, wanted: BaseModel | None, *, played_before: 
         )
     if text is not None:
         path.write_text(text, encoding="utf-8")
+
+
+def read_generated(out_dir: Path) -> dict[str, Any] | None:
+    """The record of the generated goals a collection played (for the manifest), None when it played none."""
+    path = out_dir / GENERATED_FILE
+    if not path.is_file():
+        return None
+    value: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return value
 
 
 def read_settings(out_dir: Path) -> CollectSettings:

@@ -3,7 +3,6 @@ by template, kind and wording style, counts that come from the data, and bad fil
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 
 from agent_eval.commands.tune_goals import generated_for_collect
 from agent_eval.errors import ConfigError, TaskError
-from agent_eval.tune.collect_settings import GENERATED_FILE
+from agent_eval.tune.collect_settings import GENERATED_FILE, read_generated
 from agent_eval.tune.generator import (
     MISSPELLED,
     Family,
@@ -151,8 +150,9 @@ def test_a_collection_keeps_its_generated_goals_and_refuses_others(tmp_path: Pat
         "contacts",
         "clock",
     }
-    kept = json.loads((tmp_path / GENERATED_FILE).read_text(encoding="utf-8"))
-    assert kept["seed"] == 2 and kept["count"] == 6
+    kept = read_generated(tmp_path)  # what `tune ship` puts in the manifest as generated_goals
+    assert kept is not None and kept["seed"] == 2 and kept["count"] == 6 and "held_out" in kept
+    assert read_generated(tmp_path / "none") is None
     again = generated_for_collect(GOALS, 6, 2, tmp_path, 10, played_before=True)
     assert again[2] == plans
     with pytest.raises(ConfigError, match="other generated goals"):

@@ -67,6 +67,13 @@ def test_tune_collect_plays_generated_goals_beside_the_task_files(tmp_path: Path
     drawn = json.loads((data / "generated.json").read_text(encoding="utf-8"))
     summary = json.loads((data / "dataset.json").read_text(encoding="utf-8"))
     assert drawn["count"] == 4 and summary["played_episodes"] == 5
-    generated = [t for t in summary["per_task"] if t.startswith("gen_")]
-    assert len(generated) == 4 and "wifi_on" in summary["per_task"]
-    assert sum(f["succeeded"] for f in summary["played_per_family"].values()) == 5
+    rows = [
+        json.loads(line) for line in (data / "demonstrations.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert sorted(r["episode"] for r in rows) == [0, 1, 2, 3, 4]  # wifi_on's, then the four drawn
+    assert all(r["outcome"] == "success" for r in rows)
+    generated = {ex["task_id"] for r in rows if r["episode"] > 0 for ex in r["examples"]}
+    assert len(generated) == 4 and all(t.startswith("gen_") for t in generated)
+    # The goals files' templates in turn (clock, contacts, settings): Clock's three, then one of Contacts.
+    assert summary["played_per_family"]["clock"]["episodes"] == 3
+    assert summary["played_per_family"]["contacts"]["episodes"] == 1
