@@ -42,7 +42,7 @@ def _say_counts(every: list[GoalInstance]) -> None:
     by_kind = Counter((g.kind, g.split) for g in every)
     for kind in sorted({k for k, _ in by_kind}):
         click.echo(
-            f"  {kind:<12} train {by_kind[(kind, 'train')]:>6}  held out {by_kind[(kind, 'held_out')]:>6}"
+            f"  {kind:<16} train {by_kind[(kind, 'train')]:>6}  held out {by_kind[(kind, 'held_out')]:>6}"
         )
     by_template = Counter(g.template for g in every)
     click.echo("  per template: " + ", ".join(f"{t} {n}" for t, n in sorted(by_template.items())))

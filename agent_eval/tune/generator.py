@@ -141,6 +141,10 @@ def _values(goals: GoalFile, template: Template, chosen: dict[str, tuple[int, ..
         values[f"{name}.count"] = str(len(records))
     for name, count in template.counts.items():
         values[name] = str(_count(goals, template, count, chosen))
+    for name, compare in template.compares.items():
+        records = [goals.pools[template.draws[v].pool][chosen[v][0]] for v in compare.draws]
+        ranked = sorted(records, key=lambda r: float(str(r[compare.by])), reverse=compare.pick == "max")
+        values[name] = ranked[0][compare.say]
     return values
 
 

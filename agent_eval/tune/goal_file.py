@@ -20,9 +20,10 @@ from agent_eval.task.params import PLACEHOLDER
 
 GOALS_DIR = "goals"
 # change: one change; two_changes: two in one app; holds: the goal already holds (`done`, nothing touched);
-# count: a counting question answered from the data; question: a value read from the data.
-Kind = Literal["change", "two_changes", "holds", "count", "question"]
-KINDS: tuple[str, ...] = ("change", "two_changes", "holds", "count", "question")
+# count: a counting question answered from the data; question: a value read from the data; change_question:
+# a change, then a question about the data it left; carried: a value read in one app and used in another;
+# compare: which of two records comes first (earlier, larger) by the data.
+Kind = Literal["change", "two_changes", "holds", "count", "question", "change_question", "carried", "compare"]
 TASK_KEYS = ("start", "setup", "files", "goal_state", "answer", "max_steps", "verify", "oracle", "tags")
 FieldValue = str | list[Any]
 
@@ -51,6 +52,16 @@ class Count(StrictModel):
     where: dict[str, str] = Field(default_factory=dict)
 
 
+class Compare(StrictModel):
+    """A comparison the data decides: of the records drawn for `draws`, the one with the least (`pick: min`)
+    or greatest number in field `by`; the value is its field `say`."""
+
+    draws: list[str] = Field(min_length=2)
+    by: str
+    pick: Literal["min", "max"] = "min"
+    say: str
+
+
 class Template(StrictModel):
     """One goal template: the records it draws, its wordings by style, and the task every instance is."""
 
@@ -63,6 +74,7 @@ class Template(StrictModel):
         description="Draws never made: an entry's `var.field` values all match (an order the app refuses).",
     )
     counts: dict[str, Count] = Field(default_factory=dict)
+    compares: dict[str, Compare] = Field(default_factory=dict)
     wordings: dict[str, list[str]] = Field(description="Style (imperative, request, need, ...) → wordings.")
     task: dict[str, Any] = Field(description="The task body: start, setup, goal_state, answer, oracle, ...")
 
@@ -148,6 +160,14 @@ def _check_names(goals: GoalFile, index: int, template: Template) -> list[str]:
         for var in count.draws:
             if var not in template.draws:
                 problems.append(f"{_where(index, template, 'counts.' + name)}: no draw {var!r}")
+    for name, compare in template.compares.items():
+        for var in compare.draws:
+            for field in (compare.by, compare.say):
+                problem = _unknown(f"{var}.{field}", fields, {})
+                if problem:
+                    problems.append(
+                        f"{_where(index, template, 'compares.' + name)}: {{{var}.{field}}} {problem}"
+                    )
     texts = [
         (f"wordings.{style}[{k}]", w) for style, ws in template.wordings.items() for k, w in enumerate(ws)
     ]
@@ -157,17 +177,18 @@ def _check_names(goals: GoalFile, index: int, template: Template) -> list[str]:
     ]
     for part, text in texts:
         for name in PLACEHOLDER.findall(text):
-            problem = _unknown(name, fields, template.counts)
+            problem = _unknown(name, fields, {**template.counts, **template.compares})
             if problem:
                 problems.append(f"{_where(index, template, part)}: {{{name}}} {problem}")
     return problems
 
 
-def _unknown(name: str, fields: dict[str, set[str]], counts: dict[str, Count]) -> str:
-    """Why `{name}` names nothing, or "" when it names a drawn record's field or a count."""
+def _unknown(name: str, fields: dict[str, set[str]], computed: dict[str, Any]) -> str:
+    """Why `{name}` names nothing, or "" when it names a drawn record's field, a count or a comparison."""
     var, _, field = name.partition(".")
     if not field:
-        return "" if var in counts else f"names no count (counts: {', '.join(counts) or 'none'})"
+        known = ", ".join(computed) or "none"
+        return "" if var in computed else f"names no count or comparison (defined: {known})"
     if var not in fields:
         return f"names no drawn record (draws: {', '.join(fields) or 'none'})"
     if field not in fields[var]:

@@ -37,8 +37,17 @@ def test_the_goals_files_make_thousands_of_distinct_goals_of_every_kind(families
     assert len({g.task.id for g in every}) == len(every)  # an instance is its content: no two alike
     assert len({g.task.goal for g in every}) >= 2000
     kinds = Counter(g.kind for g in every)
-    assert set(kinds) == {"change", "two_changes", "holds", "count", "question"}
-    assert {g.family for g in every} == {"settings", "contacts", "clock"}
+    assert set(kinds) == {
+        "change",
+        "two_changes",
+        "holds",
+        "count",
+        "question",
+        "change_question",
+        "carried",
+        "compare",
+    }
+    assert {g.family for g in every} == {"settings", "contacts", "clock", "cross"}
     holds = [g for g in every if g.kind == "holds"]
     assert all(g.task.verify and [s.type.value for s in g.task.oracle or ()] == ["done"] for g in holds)
 
@@ -60,26 +69,42 @@ def test_the_training_sample_holds_nothing_held_out(families: list[Family]) -> N
         assert g.style not in out.styles and g.task.split == "train", g.task.id
     held_out = sample(families, 0, 100, split="held_out")
     assert held_out and all(g.task.split == "held_out" for g in held_out)
-    held_styles = {g.task.goal for g in held_out if g.style in held[g.family].styles}
-    assert held_styles and not held_styles & {g.task.goal for g in train}
+    every = list(enumerate_goals(families))
+    held_words = {g.task.goal for g in every if g.style in held[g.family].styles}
+    assert held_words and not held_words & {g.task.goal for g in every if g.split == "train"}
     assert {"two_changes"} <= {g.kind for g in held_out if g.family == "contacts"}
     assert Counter(g.style == MISSPELLED for g in train)[True] < len(train) / 3
 
 
 def test_a_count_is_the_data_s_own(families: list[Family]) -> None:
     """Contacts: the six of a fresh phone plus those the task adds; Clock: the two alarms on plus the added
-    ones that are on."""
+    ones that are on (after one is switched off: the one it adds before them)."""
+    checked = Counter[str]()
     for g in enumerate_goals(families):
-        if g.kind != "count":
+        if g.kind not in ("count", "change_question"):
             continue
         assert g.task.answer is not None
-        said = g.task.answer.model_dump()["answer"]["equals"]
+        answer = g.task.answer.model_dump(by_alias=True)
+        said = (answer["answer"] if g.kind == "count" else answer["all"][0]["answer"])["equals"]
+        checked[g.kind] += 1
         if g.family == "contacts":
             added = sum("raw_contacts" in c for c in g.task.setup)
             assert said == str(6 + added), g.task.id
         else:
-            on = sum(c.endswith(', 1)"') for c in g.task.setup)
+            on = sum(c.endswith(', 1)"') for c in g.task.setup) - (g.kind == "change_question")
             assert said == str(2 + on), g.task.id
+    assert checked["count"] >= 100 and checked["change_question"] >= 100
+
+
+def test_a_comparison_is_the_data_s_own(families: list[Family]) -> None:
+    """Clock's alarms as a fresh phone has them: Work 6:00 AM, Weekend 7:30 AM, Gym 6:15 PM."""
+    order = ["Work", "Weekend", "Gym"]
+    compared = [g for g in enumerate_goals(families) if g.kind == "compare"]
+    assert len({g.task.goal for g in compared}) >= 30
+    for g in compared:
+        named = [label for label in order if label in g.task.goal]
+        assert g.task.answer is not None and len(named) == 2, g.task.goal
+        assert g.task.answer.model_dump()["answer"]["equals"] == named[0], g.task.goal
 
 
 def test_a_misspelling_never_touches_a_drawn_value() -> None:

@@ -7,16 +7,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from _phones import start_phone
 
+from agent_eval.tune.generator import load_families
+
 ROOT = Path(__file__).resolve().parents[2]
 AGENT_EVAL = [str(Path(sys.executable).parent / "agent-eval")]
-TRAIN_TEMPLATES = 11  # goals/*.yaml: templates with training instances; a sample takes them in turn
-HELD_OUT_TEMPLATES = 15  # every template has held-out instances (held-out styles at least)
+TRAIN_TEMPLATES = 14  # goals/*.yaml: templates with training instances; a sample takes them in turn
+HELD_OUT_TEMPLATES = 19  # every template has held-out instances (held-out styles at least)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +56,7 @@ def test_a_seed_s_generated_goals_pass_validate_and_are_the_same_again(serial: s
 
 
 def test_tune_collect_plays_generated_goals_beside_the_task_files(tmp_path: Path) -> None:
-    """`--generated-goals 4`: one episode each after the task files' episodes, their examples in the dataset
+    """`--generated-goals 5`: one episode each after the task files' episodes, their examples in the dataset
     under their families, and the record of what was drawn beside the demonstrations."""
     tasks = tmp_path / "tasks"
     tasks.mkdir()
@@ -61,19 +64,21 @@ def test_tune_collect_plays_generated_goals_beside_the_task_files(tmp_path: Path
     work = tmp_path / "work"
     agent_eval(
         "tune", "--work", str(work), "--tasks", str(tasks), "collect", "--episodes-per-task", "1",
-        "--phones", "1", "--phone-port", "6730", "--generated-goals", "4", "--seed", "3",
+        "--phones", "1", "--phone-port", "6730", "--generated-goals", "5", "--seed", "3",
     )  # fmt: skip
     data = work / "data"
     drawn = json.loads((data / "generated.json").read_text(encoding="utf-8"))
     summary = json.loads((data / "dataset.json").read_text(encoding="utf-8"))
-    assert drawn["count"] == 4 and summary["played_episodes"] == 5
+    assert drawn["count"] == 5 and summary["played_episodes"] == 6
     rows = [
         json.loads(line) for line in (data / "demonstrations.jsonl").read_text(encoding="utf-8").splitlines()
     ]
-    assert sorted(r["episode"] for r in rows) == [0, 1, 2, 3, 4]  # wifi_on's, then the four drawn
+    assert sorted(r["episode"] for r in rows) == [0, 1, 2, 3, 4, 5]  # wifi_on's, then the five drawn
     assert all(r["outcome"] == "success" for r in rows)
     generated = {ex["task_id"] for r in rows if r["episode"] > 0 for ex in r["examples"]}
-    assert len(generated) == 4 and all(t.startswith("gen_") for t in generated)
-    # The goals files' templates in turn (clock, contacts, settings): Clock's three, then one of Contacts.
-    assert summary["played_per_family"]["clock"]["episodes"] == 3
-    assert summary["played_per_family"]["contacts"]["episodes"] == 1
+    assert len(generated) == 5 and all(t.startswith("gen_") for t in generated)
+    family = {t.id: f.goals.family for f in load_families(ROOT / "goals") for t in f.goals.templates}
+    per_family = Counter(family[t] for t, n in drawn["per_template"].items() for _ in range(n))
+    assert {
+        f: n["episodes"] for f, n in summary["played_per_family"].items() if f != "settings"
+    } == per_family
