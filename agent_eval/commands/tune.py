@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from agent_eval.builds.spec import models_dir, repo_root
-from agent_eval.commands.tune_goals import GOALS_HELP, generated_for_collect, goals_command
+from agent_eval.commands.tune_goals import generated_for_collect, generated_goals_options, goals_command
 from agent_eval.tune.arithmetic import ARITHMETIC_CHOICES, choose_arithmetic
 from agent_eval.tune.collect import (
     DONE_CAP_KEEPS,
@@ -29,13 +29,8 @@ from agent_eval.tune.collect import (
     run_plans,
     training_tasks,
 )
-from agent_eval.tune.collect_settings import (
-    WORDINGS,
-    CollectSettings,
-    read_generated,
-    read_settings,
-    settle_settings,
-)
+from agent_eval.tune.collect_settings import WORDINGS, CollectSettings, read_settings, settle_settings
+from agent_eval.tune.collect_settings import read_generated as generated_record
 from agent_eval.tune.dataset import DatasetSummary, read_dataset
 from agent_eval.tune.families import family, tune_tasks
 
@@ -113,17 +108,7 @@ def tune_group(ctx: click.Context, work: Path, tasks_path: Path) -> None:
     help="`done` targets are capped at 18% of the examples; which the cap keeps first: the contrastive ones "
     "or the episodes' own final ones (re-assembles a finished collection without playing it again).",
 )
-@click.option(
-    "--generated-goals",
-    default=0,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help="Also play this many training instances drawn from --goals with --seed, one episode each "
-    '(docs/tuning.md, "Goals from a generator").',
-)
-@click.option(
-    "--goals", type=click.Path(path_type=Path), default=Path("goals"), show_default=True, help=GOALS_HELP
-)
+@generated_goals_options
 @click.pass_context
 def collect_command(
     ctx: click.Context,
@@ -389,7 +374,7 @@ def ship_command(ctx: click.Context, base: Path | None, dest: Path | None) -> No
         dest=dest or repo_root() / DEFAULT_ADAPTER,
         prompt_format=summary.prompt_format,
         collect=read_settings(work / "data").model_dump(mode="json"),
-        generated=read_generated(work / "data"),
+        generated=generated_record(work / "data"),
     )
     click.echo(f"shipped adapter {manifest.adapter_sha256[:12]} ({manifest.adapter_bytes / 2**20:.1f} MiB)")
     rate = state.tokens / state.seconds if state.seconds else 0.0

@@ -7,6 +7,7 @@ The generating is tune/generator.py; this module counts and writes.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -19,6 +20,22 @@ from agent_eval.tune.collect_settings import settle_generated
 from agent_eval.tune.generator import GoalInstance, enumerate_goals, load_families, record, sample
 
 GOALS_HELP = "A goals file, or a folder of them."
+GOALS_OPTION = click.option(
+    "--goals", type=click.Path(path_type=Path), default=Path("goals"), show_default=True, help=GOALS_HELP
+)
+
+
+def generated_goals_options(command: Callable[..., None]) -> Callable[..., None]:
+    """`tune collect`'s --generated-goals and --goals."""
+    counted = click.option(
+        "--generated-goals",
+        default=0,
+        show_default=True,
+        type=click.IntRange(min=0),
+        help="Also play this many training instances drawn from --goals with --seed, one episode each "
+        '(docs/tuning.md, "Goals from a generator").',
+    )
+    return counted(GOALS_OPTION(command))
 
 
 def generated_for_collect(
