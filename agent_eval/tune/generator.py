@@ -253,32 +253,33 @@ def enumerate_goals(families: Sequence[Family]) -> Iterator[GoalInstance]:
 
 
 def sample(families: Sequence[Family], seed: int, count: int, split: Split = "train") -> list[GoalInstance]:
-    """`count` distinct instances of `split`, templates taken in turn, draw and wording drawn by `seed`'s
-    generator: the same seed gives the same tasks. Fewer when the templates cannot make that many."""
+    """`count` distinct instances of `split`, templates taken in turn, each one's (draw, wording) pairs in an
+    order `seed` shuffles, misspelled wordings at `TYPO_SHARE` (more once a template's plain ones run out):
+    the same seed gives the same tasks. Fewer when the templates cannot make that many."""
     rng = random.Random(seed)
     slots = []
     for family in families:
         for template in family.goals.templates:
             words = [w for w in wordings(template) if split_of(family.goals.held_out, template, w) == split]
-            if words:
-                slots.append((family, template, _draw_options(family.goals, template), words))
+            draws = _draw_options(family.goals, template)
+            queues = [[(d, w) for d in draws for w in words if w.typo is typo] for typo in (False, True)]
+            for queue in queues:
+                rng.shuffle(queue)
+            if queues[0] or queues[1]:
+                slots.append((family, template, queues))
     out: dict[str, GoalInstance] = {}
-    tries = 0
-    while slots and len(out) < count and tries < 20 * count:
-        family, template, draws, words = slots[tries % len(slots)]
-        tries += 1
-        made = instance(family, template, rng.choice(draws), _pick_wording(words, rng))
+    turn = 0
+    while slots and len(out) < count:
+        family, template, (plain, typos) = slots[turn % len(slots)]
+        queue = typos if typos and (not plain or rng.random() < TYPO_SHARE) else plain
+        chosen, wording = queue.pop()
+        made = instance(family, template, chosen, wording)
         out.setdefault(made.task.id, made)
+        if plain or typos:
+            turn += 1
+        else:
+            slots.pop(turn % len(slots))
     return list(out.values())
-
-
-def _pick_wording(words: Sequence[Wording], rng: random.Random) -> Wording:
-    """A wording of the template: misspelled ones at `TYPO_SHARE` (when the split has both kinds)."""
-    typos = [w for w in words if w.typo]
-    plain = [w for w in words if not w.typo]
-    if typos and (not plain or rng.random() < TYPO_SHARE):
-        return rng.choice(typos)
-    return rng.choice(plain)
 
 
 class GeneratedGoals(StrictModel):

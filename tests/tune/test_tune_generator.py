@@ -57,6 +57,8 @@ def test_the_same_seed_draws_the_same_tasks_and_another_seed_others(families: li
     again = [g.raw for g in sample(load_families(GOALS), 3, 40)]
     other = [g.raw for g in sample(families, 4, 40)]
     assert first == again and len(first) == 40
+    everything = sample(families, 3, 10**6)  # a sample never repeats itself: at most, every training instance
+    assert len(everything) == sum(g.split == "train" for g in enumerate_goals(families))
     assert {r["id"] for r in first} != {r["id"] for r in other}
 
 
