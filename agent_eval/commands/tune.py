@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from agent_eval.builds.spec import models_dir, repo_root
+from agent_eval.commands.tune_goals import generated_for_collect, generated_goals_options, goals_command
 from agent_eval.tune.arithmetic import ARITHMETIC_CHOICES, choose_arithmetic
 from agent_eval.tune.collect import (
     DONE_CAP_KEEPS,
@@ -29,6 +30,7 @@ from agent_eval.tune.collect import (
     training_tasks,
 )
 from agent_eval.tune.collect_settings import WORDINGS, CollectSettings, read_settings, settle_settings
+from agent_eval.tune.collect_settings import read_generated as generated_record
 from agent_eval.tune.dataset import DatasetSummary, read_dataset
 from agent_eval.tune.families import family, tune_tasks
 
@@ -106,6 +108,7 @@ def tune_group(ctx: click.Context, work: Path, tasks_path: Path) -> None:
     help="`done` targets are capped at 18% of the examples; which the cap keeps first: the contrastive ones "
     "or the episodes' own final ones (re-assembles a finished collection without playing it again).",
 )
+@generated_goals_options
 @click.pass_context
 def collect_command(
     ctx: click.Context,
@@ -118,6 +121,8 @@ def collect_command(
     copies: int,
     shade_contrast: bool,
     done_cap_keeps: str,
+    generated_goals: int,
+    goals: Path,
 ) -> None:
     """Play demonstrations (oracle, detours with recovery) and write data/dataset.jsonl."""
     from agent_eval.device.backend import DeviceRequest, device_backend
@@ -140,6 +145,8 @@ def collect_command(
     settle_settings(out, settings, played_before=bool(finished))
     forbidden = frozenset(w for words in held_out.values() for w in words)
     plans = plan_episodes(tasks, episodes_per_task, seed, forbidden)
+    made = generated_for_collect(goals, generated_goals, seed, out, len(plans), played_before=bool(finished))
+    tasks, plans = [*tasks, *made[0]], [*plans, *made[2]]
     todo = [p for p in plans if p.index not in finished]
     click.echo(
         f"{len(plans)} episodes planned over {len(tasks)} training tasks "
@@ -158,7 +165,7 @@ def collect_command(
             played = (todo, by_id, devices, out, prompt_format, tick, settings.detour_kinds, forbidden)
             run_plans(*played, shade_contrast=shade_contrast)
     seconds = add_collect_time(out, time.perf_counter() - started)
-    families = {t.id: family(t) for t in tasks}
+    families = {t.id: family(t) for t in tasks} | made[1]
     summary = assemble(out, plans, seconds, phones, copies, held_out, families, done_cap_keeps)
     _say_dataset(summary)
 
@@ -367,6 +374,7 @@ def ship_command(ctx: click.Context, base: Path | None, dest: Path | None) -> No
         dest=dest or repo_root() / DEFAULT_ADAPTER,
         prompt_format=summary.prompt_format,
         collect=read_settings(work / "data").model_dump(mode="json"),
+        generated=generated_record(work / "data"),
     )
     click.echo(f"shipped adapter {manifest.adapter_sha256[:12]} ({manifest.adapter_bytes / 2**20:.1f} MiB)")
     rate = state.tokens / state.seconds if state.seconds else 0.0
@@ -374,3 +382,6 @@ def ship_command(ctx: click.Context, base: Path | None, dest: Path | None) -> No
         f"  collect: {collect_rate(summary)}; train: {state.seconds / 60:.1f} min "
         f"({state.tokens} tokens at {rate:.0f} tok/s, {state.step} steps; ended by {_ended_by(state, cfg)})"
     )
+
+
+tune_group.add_command(goals_command)

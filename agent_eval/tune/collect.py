@@ -94,6 +94,17 @@ def plan_episodes(
     return plans
 
 
+def plan_generated(tasks: Sequence[Task], first_index: int, seed: int = 0) -> list[EpisodePlan]:
+    """One episode per generated task (`tune/generator.py`: each is one instance, worded as drawn), numbered
+    after the task files' plans; clean or with detours as those are, by position."""
+    rng = random.Random(f"generated/{seed}")
+    plans: list[EpisodePlan] = []
+    for k, task in enumerate(tasks):
+        source = "oracle" if k % 3 == 0 else "recovery"
+        plans.append(EpisodePlan(first_index + k, task.id, 0, source, task.goal, rng.randrange(2**31)))
+    return plans
+
+
 def demo_prompt(context: StepContext, prompt_format: str) -> Prompt:
     """A demonstration step's prompt: what the agent of that prompt format sends for the same context."""
     agent = get_agent(prompt_format)

@@ -8,15 +8,18 @@ later fields describes a Settings-only collection with the first wording rules a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from agent_eval.errors import ConfigError
 from agent_eval.records import StrictModel
 from agent_eval.tune.expert import DETOUR_KINDS, SHADE_DETOUR
 
 SETTINGS_FILE = "collect.json"
+GENERATED_FILE = "generated.json"  # the generated goals played (tune/generator.py), when there are any
 WORDINGS = 2  # the goal wordings (the task files' `wordings:` since 2026-12-07, the same words as 2 was)
 
 
@@ -42,6 +45,33 @@ class CollectSettings(StrictModel):
     @property
     def detour_kinds(self) -> tuple[str, ...]:
         return (*DETOUR_KINDS, SHADE_DETOUR) if self.shade_detours else DETOUR_KINDS
+
+
+def settle_generated(out_dir: Path, wanted: BaseModel | None, *, played_before: bool) -> None:
+    """Keeps the record of the generated goals a collection plays (`GENERATED_FILE`, only when it plays some)
+    and refuses to continue a collection with other generated goals, or with some where it had none."""
+    path = out_dir / GENERATED_FILE
+    text = wanted.model_dump_json(indent=2) + "\n" if wanted is not None else None
+    before = path.read_text(encoding="utf-8") if path.is_file() else None
+    if before == text:
+        return
+    if before is not None or played_before:
+        raise ConfigError(
+            f"{out_dir} holds demonstrations played with other generated goals "
+            f"({'none' if before is None else path.name + ' differs'}): collect into another --work "
+            "directory, or delete this one to start again"
+        )
+    if text is not None:
+        path.write_text(text, encoding="utf-8")
+
+
+def read_generated(out_dir: Path) -> dict[str, Any] | None:
+    """The record of the generated goals a collection played (for the manifest), None when it played none."""
+    path = out_dir / GENERATED_FILE
+    if not path.is_file():
+        return None
+    value: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return value
 
 
 def read_settings(out_dir: Path) -> CollectSettings:

@@ -62,6 +62,7 @@ def ship(
     dest: Path,
     prompt_format: str,
     collect: dict[str, Any] | None = None,
+    generated: dict[str, Any] | None = None,
 ) -> AdapterManifest:
     """Copies the adapter in `train_dir` to `dest` with its manifest; refuses one over the size limit."""
     trained = train_dir / "adapter"
@@ -89,6 +90,8 @@ def ship(
         "skipped_long_examples": state.skipped_long,
         "packages": package_versions(),
     }
+    if generated is not None:  # the generated goals the data holds, and their held-out splits
+        extra["generated_goals"] = generated
     manifest = AdapterManifest(
         adapter_sha256=sha256_file(dest / ADAPTER_FILE),
         adapter_bytes=size,
