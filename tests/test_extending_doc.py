@@ -60,8 +60,13 @@ print("text-endpoint", first_error(lambda: parse_builds([text], "builds.yaml")))
 """
 
 
+# The page's last part adds an app, whose Python previews that app's screens: tests/test_extending_app.py
+# runs it in a copy of the project holding the app; this test runs the plug-in parts above it.
+APP_SECTION = "## Adding an app and a task family"
+
+
 def blocks(language: str) -> list[str]:
-    page = PAGE.read_text(encoding="utf-8")
+    page = PAGE.read_text(encoding="utf-8").split(APP_SECTION, 1)[0]
     return re.findall(rf"^```{language}\n(.*?)^```$", page, re.MULTILINE | re.DOTALL)
 
 
