@@ -117,14 +117,7 @@ def assert_played_by_the_plugin(run: Path) -> None:
 @pytest.mark.slow
 def test_agent_eval_run_plays_the_plugins_engine_kind(phone: str, tmp_path: Path) -> None:
     grid, env = grid_folder(tmp_path, phone)
-    done = subprocess.run(
-        [AGENT_EVAL, "run", str(grid), "--no-bars"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = _played([AGENT_EVAL, "run", str(grid), "--no-bars"], env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert_played_by_the_plugin(tmp_path / "run")
 
@@ -138,13 +131,11 @@ def test_a_python_script_plays_the_plugins_engine_kind(phone: str, tmp_path: Pat
         "result = run_grid(load_grid(sys.argv[1]), bars=False)\n"
         "print(sorted(o.value for o in result.outcomes))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(grid)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = _played([sys.executable, "-c", code, str(grid)], env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert_played_by_the_plugin(tmp_path / "run")
+
+
+def _played(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A grid played by a process of its own, as a user starts it."""
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, check=False)

@@ -14,7 +14,14 @@ from scipy.stats import mannwhitneyu
 
 from agent_eval.records import EpisodeRecord, Outcome, StepRecord, StrictModel
 from agent_eval.scoring.build_score import Rate, rate
-from agent_eval.scoring.regression import MetricComparison, PairKey, compare_pairs, judge
+from agent_eval.scoring.regression import (
+    MetricComparison,
+    PairKey,
+    compare_pairs,
+    interval_words,
+    judge,
+    signed_words,
+)
 from agent_eval.scoring.sequential import look_alpha
 from agent_eval.scoring.stats import ALPHA, Verdict, clustered_mean
 
@@ -235,19 +242,14 @@ def _claim(c: StopComparison) -> str:
     return "undecided"
 
 
-def _signed(x: float) -> str:
-    return "0.00" if abs(x) < 0.005 else f"{x:+.2f}".replace("-", "−")
-
-
 def _phrase(name: str, m: MetricComparison) -> str:
     if m.pairs == 0:
         return f"{name} not compared"
     if m.build_rate is None or m.reference_rate is None:
         return f"{name} {m.verdict.value}"
-    interval = f" [{_signed(m.low)}, {_signed(m.high)}]" if m.low is not None and m.high is not None else ""
     return (
         f"{name} {m.verdict.value} ({m.build_rate:.2f} vs {m.reference_rate:.2f}, "
-        f"Δ {_signed(m.delta)}{interval}, {m.pairs} pairs)"
+        f"Δ {signed_words(m.delta)}{interval_words(m)}, {m.pairs} pairs)"
     )
 
 

@@ -263,23 +263,31 @@ def _drill_down(
     return rows
 
 
-def _signed(x: float) -> str:
+def signed_words(x: float) -> str:
+    """A difference for a sentence: "+0.12", "−0.25", "0.00"."""
     # Rounding can leave "-0.00", which reads as a drop that is not there.
     return "0.00" if abs(x) < 0.005 else f"{x:+.2f}".replace("-", "−")
+
+
+def interval_words(m: MetricComparison) -> str:
+    """The interval beside a verdict in a sentence, " [−0.37, −0.13]", or nothing when there is none."""
+    if m.low is None or m.high is None:
+        return ""
+    return f" [{signed_words(m.low)}, {signed_words(m.high)}]"
 
 
 def _phrase(m: MetricComparison, margin: float) -> str:
     words = METRIC_WORDS[m.metric]
     if m.pairs == 0:
         return f"{words} not compared (no paired episodes)"
-    interval = f" [{_signed(m.low)}, {_signed(m.high)}]" if m.low is not None and m.high is not None else ""
+    interval = interval_words(m)
     if m.verdict is Verdict.NON_INFERIOR:
         return f"{words} non-inferior"
     if m.verdict is Verdict.REGRESSION:
-        return f"{words} REGRESSION, {_signed(m.delta)}{interval}"
+        return f"{words} REGRESSION, {signed_words(m.delta)}{interval}"
     needed = f", ~{m.episodes_needed} episodes would detect {margin:.2f}" if m.episodes_needed else ""
     return (
-        f"{words} INCONCLUSIVE, {_signed(m.delta)}{interval} "
+        f"{words} INCONCLUSIVE, {signed_words(m.delta)}{interval} "
         f"(a drop up to {m.drop_upper:.2f} not ruled out by {m.pairs} pairs{needed})"
     )
 
