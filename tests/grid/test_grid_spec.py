@@ -25,7 +25,7 @@ def write(path: Path, data: object) -> Path:
 
 @pytest.mark.parametrize(
     ("kind", "builds"),
-    [("avx2-only", ["bf16", "bf16-base", "w8a8"]), ("avx512", ["bf16", "bf16-base", "w8a8", "w4a16"])],
+    [("avx2-only", ["bf16", "w8a8"]), ("avx512", ["bf16", "bf16-base", "w8a8", "w4a16"])],
 )
 def test_the_default_grid_file_loads_with_the_documented_defaults(
     kind: str, builds: list[str], monkeypatch: pytest.MonkeyPatch
@@ -42,7 +42,8 @@ def test_the_default_grid_file_loads_with_the_documented_defaults(
     # llama.cpp's Q4_K_M plays where llama.cpp is installed, on either CPU kind.
     llamacpp = engine_kind("llama.cpp").missing_software() is None
     assert chosen.names == builds + (["gguf-q4_k_m"] if llamacpp else []) and chosen.reference == "bf16"
-    skipped = ([] if kind == "avx512" else ["w4a16"]) + ([] if llamacpp else ["gguf-q4_k_m"])
+    # Without AVX-512: w4a16 has no kernel, and the untuned baseline's long prompt is too slow to prefill.
+    skipped = ([] if kind == "avx512" else ["bf16-base", "w4a16"]) + ([] if llamacpp else ["gguf-q4_k_m"])
     assert list(chosen.skipped) == skipped
 
 
