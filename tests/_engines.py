@@ -33,7 +33,7 @@ def servable_default_builds() -> list[str]:
 def servable_vllm_schemes() -> list[str]:
     """One servable default vLLM build per weight scheme (the first in the file: the reference for bf16). A
     second build of a scheme (`bf16-base`, the untuned baseline) loads and serves the same way; the main-job
-    test serves it and checks its prepared weights."""
+    test serves it where the CPU has AVX-512 (elsewhere it is skipped) and checks its prepared weights."""
     first: dict[str, str] = {}
     for b in load_builds().builds:
         if b.engine == "vllm-cpu" and unavailable_reason(b) is None:
