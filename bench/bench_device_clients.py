@@ -78,7 +78,7 @@ def table(client: str, outcomes: list[Outcome]) -> str:
     for o in outcomes:
         seconds = f"{o.get('seconds', 0):6.2f} s"
         note = f"  ({o['note']})" if o.get("note") else ""
-        lines.append(f"  {'passed' if o['passed'] else 'FAILED'}  {o['operation']:<72} {seconds}{note}")
+        lines.append(f"  {'passed' if o['passed'] else 'FAILED'}  {o['operation']:<76} {seconds}{note}")
         lines += [f"          {line}" for line in o["error"].splitlines()] if o["error"] else []
     passed = sum(o["passed"] for o in outcomes)
     lines.append(f"{client}: {passed} of {len(outcomes)}")

@@ -211,24 +211,22 @@ def package_requests() -> list[Request]:
 
 def dumpsys_requests() -> list[Request]:
     out = lambda r: r.dumpsys.output  # noqa: E731
-    level = D.PriorityLevel
+    focus, level = holds(out, b"mCurrentFocus"), D.PriorityLevel
+    # dumpsys.cpp heads each service of a multi-service dump "DUMP OF SERVICE [PRIORITY ]NAME:"
+    each_service = holds(out, b"DUMP OF SERVICE ")
     return [
-        Request("dumpsys window", R(dumpsys=D(service="window")), holds(out, b"mCurrentFocus")),
+        Request("dumpsys window", R(dumpsys=D(service="window")), focus),
         Request("dumpsys -l", R(dumpsys=D(list_only=True)), holds(out, b"window")),
-        Request(
-            "dumpsys -t 10 window",
-            R(dumpsys=D(service="window", timeout_sec=10)),
-            holds(out, b"mCurrentFocus"),
-        ),
-        Request("dumpsys -T 5000 window", R(dumpsys=D(service="window", timeout_ms=5000)), not_empty(out)),
+        Request("dumpsys -t 10 window", R(dumpsys=D(service="window", timeout_sec=10)), focus),
+        Request("dumpsys -T 5000 window", R(dumpsys=D(service="window", timeout_ms=5000)), focus),
         *(
-            Request(f"dumpsys --priority {p}", R(dumpsys=D(priority=getattr(level, p))), not_empty(out))
+            Request(f"dumpsys --priority {p}", R(dumpsys=D(priority=getattr(level, p))), each_service)
             for p in ("NORMAL", "HIGH", "CRITICAL")
         ),
+        Request("dumpsys --skip window,input", R(dumpsys=D(skip_services=["window", "input"])), each_service),
         Request(
-            "dumpsys --skip window,input", R(dumpsys=D(skip_services=["window", "input"])), not_empty(out)
+            "dumpsys input --proto", R(dumpsys=D(service="input", proto=True)), holds(out, b"INPUT MANAGER")
         ),
-        Request("dumpsys input --proto", R(dumpsys=D(service="input", proto=True)), not_empty(out)),
     ]
 
 
