@@ -89,7 +89,7 @@ def test_the_tests_that_read_apps_from_disk_take_the_new_app_as_it_is(tree: Path
         "from pathlib import Path\n"
         "from agent_eval.tune.collect import held_out_goals, training_tasks\n"
         "from agent_eval.tune.families import families, tune_tasks\n"
-        "from virtual_phone.apps import load_catalog\n"
+        "from virtual_phone.schema.app_schema import load_catalog\n"
         "tasks = tune_tasks(Path('tasks'))\n"
         "home = load_catalog().home\n"
         "print(families(training_tasks(tasks))['pantry'], held_out_goals(tasks)['pantry_add_held_out'][0])\n"
@@ -101,7 +101,7 @@ def test_the_tests_that_read_apps_from_disk_take_the_new_app_as_it_is(tree: Path
 def test_the_screen_previews_as_the_doc_shows(tree: Path) -> None:
     blocks = python_of_the_doc()
     assert len(blocks) == 2  # the app module's format, the preview
-    done = run(tree, "-c", "\n".join(blocks) + "\nfrom virtual_phone.templates import fill\n"
+    done = run(tree, "-c", "\n".join(blocks) + "\nfrom virtual_phone.records.templates import fill\n"
                "print(fill('{stars(n)}', {'n': 3}))\n")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "Olive oil" in done.stdout and 'content-desc="Add item"' in done.stdout

@@ -1,6 +1,7 @@
 """The import graph read from the source: no cycle, every arrow points down the layers of docs/architecture.md
 (runner never imports grid; scoring and report read runs only through `rundir`), and the virtual phone stands
-alone: it imports nothing of agent_eval, and only the modules that start phones import it."""
+alone: it imports nothing of agent_eval, and only the modules that start phones import it. Inside the phone,
+every module sits in a room of its layer and imports only the rooms below it."""
 
 from __future__ import annotations
 
@@ -117,6 +118,28 @@ PHONE_IMPORTERS = {"agent_eval.device.adb_backend", "agent_eval.cluster.phones",
 # Import edges the cycle check ignores on purpose (none left: the phone's storage no longer reaches back).
 KNOWN: set[tuple[str, str]] = set()
 
+# The virtual phone's rooms, from the top down, and what each may import besides itself. A top-level module of
+# the package is a room of its own; every other module lives in a sub-package. Imports for annotations only
+# (`if TYPE_CHECKING:`) do not count: Android's programs name the `Phone` they run on, which starts them.
+PHONE_ROOMS: dict[str, set[str]] = {
+    "__init__": {"faults", "fleet"},  # the public names: start_fleet, Fleet, FaultConfig
+    "__main__": {"cli"},
+    "cli": {"adb", "errors", "faults"},  # the `virtual-phone` command
+    "fleet": {"adb", "errors", "faults"},  # start_fleet: the phone process as a child
+    "adb": {"phone", "shell", "state", "errors", "faults"},  # adbd, the emulator console, the fleet process
+    "phone": {"shell", "app_modules", "screens", "records", "views", "state", "schema", "faults"},
+    "shell": {"views", "state", "schema", "errors"},  # mksh and toybox in the sandbox, Android's programs
+    "app_modules": {"records", "state", "schema"},  # each app's own code, beside its YAML in apps/
+    "screens": {"records", "views", "state", "schema"},  # the layout, Settings' screens, dialogs, the shade
+    "records": {"views", "state", "schema", "errors"},  # screens bound to the apps' records
+    "views": {"state"},  # the view tree, its pixels and its uiautomator XML
+    "state": {"schema"},  # settings and tasks, files, databases and providers, users, the clock
+    "schema": {"errors"},  # what apps/*.yaml may say
+    "faults": {"errors"},
+    "errors": set(),
+}
+PHONE_TOP_LEVEL = {"__init__", "__main__", "cli", "fleet", "phone", "faults", "errors"}
+
 
 def _module(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
@@ -197,6 +220,55 @@ def test_the_phone_imports_nothing_of_the_harness() -> None:
     ]
     assert len(MODULES) > len(list(PACKAGE.rglob("*.py"))) + 50, "the scan did not find the phone's modules"
     assert not reaching, "the virtual phone is a package of its own:\n" + "\n".join(reaching)
+
+
+def _room(module: str) -> str:
+    """The room of a phone module: its sub-package, or the top-level module itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_phone_module_is_in_a_room_of_the_table() -> None:
+    homeless, rooms = [], set()
+    for path in sorted(PHONE.rglob("*.py")):
+        where = path.relative_to(PHONE)
+        room = where.stem if len(where.parts) == 1 else where.parts[0]
+        rooms.add(room)
+        if len(where.parts) == 1 and room not in PHONE_TOP_LEVEL:
+            homeless.append(f"virtual_phone/{where}: a module at the top; move it into the room of its layer")
+        elif len(where.parts) > 1 and (room in PHONE_TOP_LEVEL or room not in PHONE_ROOMS):
+            homeless.append(f"virtual_phone/{where}: {room}/ is not a room of PHONE_ROOMS")
+    stale = sorted(set(PHONE_ROOMS) - rooms)
+    assert len(rooms) >= len(PHONE_TOP_LEVEL) + 5, (
+        f"the scan found too few rooms of the phone: {sorted(rooms)}"
+    )
+    assert not homeless, "every module of the phone belongs to a room of this test's table:\n" + "\n".join(
+        homeless
+    )
+    assert not stale, f"PHONE_ROOMS lists rooms the phone no longer has: {stale}"
+
+
+def test_the_phone_rooms_point_down_in_the_order_of_the_table() -> None:
+    rooms = list(PHONE_ROOMS)
+    upward = [
+        f"{room} → {target}"
+        for i, room in enumerate(rooms)
+        for target in sorted(PHONE_ROOMS[room])
+        if target not in rooms[i + 1 :]
+    ]
+    assert not upward, "PHONE_ROOMS lists a room's imports above it (or unknown): " + ", ".join(upward)
+
+
+def test_every_phone_import_points_down_the_rooms() -> None:
+    upward = []
+    for path in sorted(PHONE.rglob("*.py")):
+        source = _room(_module(path))
+        for name, line in _imports(path):
+            target = _room(name)
+            if target != source and target not in PHONE_ROOMS.get(source, set()):
+                where = path.relative_to(PACKAGE.parent)
+                upward.append(f"{where}:{line} imports {name} ({source} → {target})")
+    assert not upward, "the phone's imports against its rooms (PHONE_ROOMS):\n" + "\n".join(upward)
 
 
 def test_only_the_modules_that_start_phones_import_the_phone() -> None:

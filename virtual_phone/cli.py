@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
+from virtual_phone.adb.serve import faults_per_phone, serve, stop_fleets
 from virtual_phone.errors import ERROR_PREFIX, VirtualPhoneError
 from virtual_phone.faults import load_fault_configs
-from virtual_phone.serve import faults_per_phone, serve, stop_fleets
 
 
 def _size(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, int]:

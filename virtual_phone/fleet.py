@@ -17,10 +17,10 @@ from types import TracebackType
 
 import adbutils
 
+from virtual_phone.adb.listener import adb_server_port
+from virtual_phone.adb.serve import faults_per_phone
 from virtual_phone.errors import ERROR_PREFIX, PhoneStartError
 from virtual_phone.faults import FaultConfig
-from virtual_phone.listener import adb_server_port
-from virtual_phone.serve import faults_per_phone
 
 
 @dataclass(eq=False)  # compared and hashed by identity, as one running fleet

@@ -12,29 +12,31 @@ import weakref
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from virtual_phone import app_modules, record_input
-from virtual_phone.appdata import AppStore
-from virtual_phone.apps import Catalog, Row, load_catalog
-from virtual_phone.clock import DEFAULT_ZONE, PHONE_EPOCH_MS, Clock
+from virtual_phone import app_modules
 from virtual_phone.faults import FaultInjector
-from virtual_phone.keys import KEY_CHARS, KEYCODES
-from virtual_phone.layout import layout
-from virtual_phone.owners import Users
-from virtual_phone.package_manager import system_packages
-from virtual_phone.png import PngEncoder
-from virtual_phone.record_input import Editor
-from virtual_phone.record_source import DataContext
-from virtual_phone.render import render
-from virtual_phone.screen_check import check_screens
-from virtual_phone.shade import TILES, panel_rect, toggle
-from virtual_phone.state import Dialog, Frame, PhoneState
-from virtual_phone.storage import Storage
-from virtual_phone.tree import BOOT_MTIME_NS, PhoneTree, TreeCopy
-from virtual_phone.uiautomator import dump_xml
+from virtual_phone.records import record_input
+from virtual_phone.records.record_input import Editor
+from virtual_phone.records.record_source import DataContext
+from virtual_phone.records.screen_check import check_screens
+from virtual_phone.schema.app_schema import Catalog, Row, load_catalog
+from virtual_phone.screens.layout import layout
+from virtual_phone.screens.settings_rows import switch_checked
+from virtual_phone.screens.shade import TILES, panel_rect, toggle
+from virtual_phone.shell.keys import KEY_CHARS, KEYCODES
+from virtual_phone.shell.package_manager import system_packages
+from virtual_phone.state.appdata import AppStore
+from virtual_phone.state.owners import Users
+from virtual_phone.state.phone_clock import DEFAULT_ZONE, PHONE_EPOCH_MS, Clock
+from virtual_phone.state.phone_state import Dialog, Frame, PhoneState
+from virtual_phone.state.storage import Storage
+from virtual_phone.state.tree import BOOT_MTIME_NS, PhoneTree, TreeCopy
+from virtual_phone.views.png import PngEncoder
+from virtual_phone.views.render import render
+from virtual_phone.views.uiautomator_xml import dump_xml
 
 if TYPE_CHECKING:
-    from virtual_phone.userland import Userland
-from virtual_phone.views import (
+    from virtual_phone.shell.userland import Userland
+from virtual_phone.views.view_tree import (
     Layout,
     Metrics,
     Tap,
@@ -42,7 +44,6 @@ from virtual_phone.views import (
     contains,
     hit,
     long_hit,
-    switch_checked,
 )
 
 LONG_PRESS_MS = 400  # ViewConfiguration's default long-press timeout
@@ -115,7 +116,9 @@ class Phone:
         """The shell's sandbox and the phone's Android programs, started on first use."""
         with self.lock:
             if self._userland is None:
-                from virtual_phone.userland import Userland  # imports every command module, which import us
+                from virtual_phone.shell.userland import (
+                    Userland,  # imports every command module, which import us
+                )
 
                 self._userland = Userland(self)
                 self._finalizer.detach()

@@ -18,7 +18,7 @@ from _phones import adb
 from _synthetic import SyntheticRun, write_synthetic_run
 
 from virtual_phone import Fleet, start_fleet
-from virtual_phone.console import read_token
+from virtual_phone.adb.console import read_token
 
 BASE = 6050
 AGENT_EVAL = str(Path(sys.executable).parent / "agent-eval")

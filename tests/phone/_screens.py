@@ -8,7 +8,7 @@ import shlex
 from _phones import Node, parse_dump
 
 from virtual_phone.phone import Phone
-from virtual_phone.shell import Shell
+from virtual_phone.shell.command_line import Shell
 
 
 class Driver:

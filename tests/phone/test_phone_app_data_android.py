@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from _screens import Driver
 
-from virtual_phone.console import Console
+from virtual_phone.adb.console import Console
 from virtual_phone.phone import Phone
-from virtual_phone.shell import Shell
+from virtual_phone.shell.command_line import Shell
 
 TELEPHONY_DB = "/data/data/com.android.providers.telephony/databases/mmssms.db"
 

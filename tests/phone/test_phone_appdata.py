@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from virtual_phone.appdata import DataError
-from virtual_phone.apps import APPS_DIR, load_catalog
 from virtual_phone.errors import PhoneConfigError
 from virtual_phone.phone import Phone
-from virtual_phone.shell import Shell
+from virtual_phone.schema.app_schema import APPS_DIR, load_catalog
+from virtual_phone.shell.command_line import Shell
+from virtual_phone.state.appdata import DataError
 
 CONTACTS = "com.google.android.contacts"
 CLOCK = "com.google.android.deskclock"

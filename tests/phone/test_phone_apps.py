@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from virtual_phone.apps import APPS_DIR, load_catalog
 from virtual_phone.errors import PhoneConfigError
-from virtual_phone.layout import layout
 from virtual_phone.phone import Phone
-from virtual_phone.state import Frame, PhoneState
-from virtual_phone.uiautomator import dump_xml
+from virtual_phone.schema.app_schema import APPS_DIR, load_catalog
+from virtual_phone.screens.layout import layout
+from virtual_phone.state.phone_state import Frame, PhoneState
+from virtual_phone.views.uiautomator_xml import dump_xml
 
 
 def test_every_bound_key_has_a_default_and_every_screen_is_reachable() -> None:

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from virtual_phone.owners import can_own
 from virtual_phone.phone import Phone
-from virtual_phone.shell import Shell
+from virtual_phone.shell.command_line import Shell
+from virtual_phone.state.owners import can_own
 
 
 def run(phone: Phone, line: str) -> tuple[str, str, int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from _phones import adb, one_phone
 
-from virtual_phone.owners import can_own
+from virtual_phone.state.owners import can_own
 
 BASE = 6420
 fleet, serial = one_phone(BASE)

@@ -10,7 +10,7 @@ import pytest
 from _phones import adb, dump, reset, row_of, sh, tap
 
 from virtual_phone import Fleet, start_fleet
-from virtual_phone.console import read_token, token_path
+from virtual_phone.adb.console import read_token, token_path
 
 BASE = 5630
 A, B = f"emulator-{BASE}", f"emulator-{BASE + 2}"

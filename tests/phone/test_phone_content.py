@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from virtual_phone.content import java_float
 from virtual_phone.phone import Phone
-from virtual_phone.shell import Shell
+from virtual_phone.shell.command_line import Shell
+from virtual_phone.shell.content_command import java_float
 
 PHONES = "content://com.android.contacts/data/phones"
 RAW = "content://com.android.contacts/raw_contacts"

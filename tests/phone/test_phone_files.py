@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from virtual_phone import sandbox
 from virtual_phone.errors import PhoneStartError
-from virtual_phone.owners import can_own, uid_name
 from virtual_phone.phone import Phone
-from virtual_phone.shell import Shell
+from virtual_phone.shell import sandbox
+from virtual_phone.shell.command_line import Shell
+from virtual_phone.state.owners import can_own, uid_name
 
 ALARMS = "/data/user_de/0/com.google.android.deskclock/databases/alarms.db"
 

@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 from PIL import Image, ImageDraw
 
-from virtual_phone.png import BAND_ROWS, PngEncoder, adler32_combine, encode_png
+from virtual_phone.views.png import BAND_ROWS, PngEncoder, adler32_combine, encode_png
 
 
 def decode(data: bytes) -> np.ndarray:

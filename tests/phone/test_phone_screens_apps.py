@@ -9,8 +9,7 @@ import time
 import pytest
 from _screens import Driver
 
-from virtual_phone import clock
-from virtual_phone.pickers import (
+from virtual_phone.records.pickers import (
     date_parts,
     date_text,
     neighbours,
@@ -19,7 +18,8 @@ from virtual_phone.pickers import (
     time_parts,
     time_text,
 )
-from virtual_phone.state import PhoneState
+from virtual_phone.state import phone_clock
+from virtual_phone.state.phone_state import PhoneState
 
 CLOCK = "com.google.android.deskclock"
 CALENDAR = "com.google.android.calendar"
@@ -35,12 +35,12 @@ def d() -> Driver:
 
 def test_the_phones_clock_keeps_its_minute_and_its_order_whatever_the_hosts_clock_does() -> None:
     # Paired builds play the same seed minutes apart: the phone must show them the same time.
-    phone_clock = clock.Clock()
-    first = phone_clock.now_ms()
+    clock = phone_clock.Clock()
+    first = clock.now_ms()
     time.sleep(0.2)
-    second = phone_clock.now_ms()
+    second = clock.now_ms()
     assert 0 < second - first < 100
-    assert (second - clock.PHONE_EPOCH_MS) < 60_000  # still 12:00 on the phone
+    assert (second - phone_clock.PHONE_EPOCH_MS) < 60_000  # still 12:00 on the phone
 
 
 def spinner_input(d: Driver, part: str) -> tuple[int, int]:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from _screens import Driver
 
-from virtual_phone.apps import APPS_DIR, load_catalog
 from virtual_phone.errors import PhoneConfigError
 from virtual_phone.phone import Phone
+from virtual_phone.schema.app_schema import APPS_DIR, load_catalog
 
 CONTACTS = "com.google.android.contacts"
 PHONE_MIME = "vnd.android.cursor.item/phone_v2"

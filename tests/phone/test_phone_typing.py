@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from virtual_phone.android_commands import decode_text
 from virtual_phone.phone import Phone
-from virtual_phone.shell import Shell
-from virtual_phone.state import Dialog
+from virtual_phone.shell.android_commands import decode_text
+from virtual_phone.shell.command_line import Shell
+from virtual_phone.state.phone_state import Dialog
 
 
 @pytest.fixture

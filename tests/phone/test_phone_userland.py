@@ -16,7 +16,7 @@ import time
 import pytest
 
 from virtual_phone.phone import Phone
-from virtual_phone.shell import Shell
+from virtual_phone.shell.command_line import Shell
 
 
 def run(phone: Phone, line: str) -> tuple[str, str, int]:
@@ -168,7 +168,7 @@ def test_files_the_shell_changes_re_render_the_screen_but_dumps_do_not(phone: Ph
 CHILD = """
 import sys, time
 from virtual_phone.phone import Phone
-from virtual_phone.shell import Shell
+from virtual_phone.shell.command_line import Shell
 phone = Phone("emulator-5554")
 print(phone.tree.root, flush=True)
 Shell(phone).run("sleep 31.4159 > /dev/null 2>&1 & sleep 31.4159")

@@ -19,9 +19,9 @@ import time
 
 import pytest
 
-from virtual_phone.owners import can_own, uid_name
 from virtual_phone.phone import Phone
-from virtual_phone.shell import Shell
+from virtual_phone.shell.command_line import Shell
+from virtual_phone.state.owners import can_own, uid_name
 
 pytestmark = pytest.mark.skipif(not can_own(), reason="Android's users need a phone started as root")
 
@@ -42,7 +42,7 @@ def test_adbd_runs_the_shell_as_shell_and_as_root_after_adb_root(phone: Phone) -
     root = f"uid=0(root) gid=0(root) groups=0(root),{GROUPS}\n"
     assert run(phone, "id") == (shell, "", 0)
     assert run(phone, "whoami; echo $USER") == ("shell\nshell\n", "", 0)
-    phone.root = True  # what `adb root` does (services.py restarts the transport around it)
+    phone.root = True  # what `adb root` does (adb/adbd_services.py restarts the transport around it)
     assert run(phone, "id") == (root, "", 0)
     phone.root = False
     assert run(phone, "id -u") == ("2000\n", "", 0)
@@ -136,7 +136,8 @@ def test_without_users_every_process_is_root_and_the_programs_tell_users_apart(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # What a phone started by another user than root does (a user namespace maps that one user only).
-    from virtual_phone import storage, userland
+    from virtual_phone.shell import userland
+    from virtual_phone.state import storage
 
     monkeypatch.setattr(userland, "can_own", lambda: False)
     monkeypatch.setattr(storage, "can_own", lambda: False)

@@ -5,8 +5,8 @@ The rest of Calendar is data (apps/calendar.yaml).
 
 from __future__ import annotations
 
-from virtual_phone.app_behaviour import AppContext, DataOnly, register_behaviour
-from virtual_phone.appdata_schema import Value
+from virtual_phone.records.app_behaviour import AppContext, DataOnly, register_behaviour
+from virtual_phone.schema.appdata_schema import Value
 
 HOUR_MS = 3_600_000
 

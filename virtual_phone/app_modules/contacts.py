@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from virtual_phone.appdata import AppDatabase
-from virtual_phone.appdata_schema import Value
-from virtual_phone.record_source import DataContext, Record, register_source, sql_rows
-from virtual_phone.screen_data import RecordList
+from virtual_phone.records.record_source import DataContext, Record, register_source, sql_rows
+from virtual_phone.schema.appdata_schema import Value
+from virtual_phone.schema.screen_data import RecordList
+from virtual_phone.state.appdata import AppDatabase
 
 NAME = "vnd.android.cursor.item/name"
 PHONE = "vnd.android.cursor.item/phone_v2"

@@ -7,11 +7,11 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
-from virtual_phone.app_behaviour import AppContext, DataOnly, register_behaviour
-from virtual_phone.appdata_schema import Value
-from virtual_phone.record_source import DataContext, Record, register_source
-from virtual_phone.screen_data import RecordList
-from virtual_phone.storage import PhoneError
+from virtual_phone.records.app_behaviour import AppContext, DataOnly, register_behaviour
+from virtual_phone.records.record_source import DataContext, Record, register_source
+from virtual_phone.schema.appdata_schema import Value
+from virtual_phone.schema.screen_data import RecordList
+from virtual_phone.state.storage import PhoneError
 
 SDCARD = "/sdcard"
 FILES = "com.google.android.documentsui"

@@ -9,9 +9,9 @@ import re
 from collections.abc import Mapping
 
 from virtual_phone.app_modules.files import move
-from virtual_phone.appdata_schema import Value
-from virtual_phone.record_source import DataContext, Record, register_source
-from virtual_phone.screen_data import RecordList
+from virtual_phone.records.record_source import DataContext, Record, register_source
+from virtual_phone.schema.appdata_schema import Value
+from virtual_phone.schema.screen_data import RecordList
 
 NOTE_SUFFIXES = (".md", ".txt")
 

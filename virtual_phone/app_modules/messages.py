@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from virtual_phone.appdata_schema import Value
-from virtual_phone.record_source import DataContext, Record, TableSource, register_source
-from virtual_phone.screen_data import RecordList
+from virtual_phone.records.record_source import DataContext, Record, TableSource, register_source
+from virtual_phone.schema.appdata_schema import Value
+from virtual_phone.schema.screen_data import RecordList
 
 PACKAGE = "com.google.android.apps.messaging"
 CONTACTS = "com.google.android.contacts"
