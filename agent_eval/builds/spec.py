@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeVar
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from agent_eval.builds.kinds import (
+from agent_eval.builds.engine_kinds import (
     ENGINE_KINDS,
     UNKNOWN_ENGINE,
     AnyEngineOptions,
@@ -26,6 +26,7 @@ from agent_eval.builds.kinds import (
     holds_engine_options,
     options_model,
 )
+from agent_eval.builds.ladder_rungs import rung_info
 from agent_eval.builds.recipes import (
     RECIPE_KINDS,
     AnyRecipe,
@@ -34,7 +35,6 @@ from agent_eval.builds.recipes import (
     recipe_kind,
     retunes,
 )
-from agent_eval.builds.rungs import rung_info
 from agent_eval.errors import ConfigError
 from agent_eval.records import BuildManifest, StrictModel
 from agent_eval.registry import in_use

@@ -15,8 +15,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agent_eval.agent.prompt import action_schema
-from agent_eval.builds.kinds import Serving
-from agent_eval.builds.launcher import serve
+from agent_eval.builds.engine_kinds import Serving
+from agent_eval.builds.serving.launcher import serve
 from agent_eval.builds.spec import Build
 from agent_eval.chat.endpoint import Endpoint
 from agent_eval.errors import RunStoreError

@@ -11,10 +11,18 @@ import pytest
 
 from agent_eval.agent.agents import AGENTS, PromptAgent, register_agent
 from agent_eval.agent.prompt import action_schema, build_prompt
-from agent_eval.builds.engines import EndpointKind
-from agent_eval.builds.kinds import ENGINE_KINDS, register_engine_kind
-from agent_eval.builds.prepare import prepare
-from agent_eval.builds.recipes import RECIPE_KINDS, Plan, Recipe, Say, Step, Weights, register_recipe_kind
+from agent_eval.builds.engine_kinds import ENGINE_KINDS, register_engine_kind
+from agent_eval.builds.preparing.prepare_builds import prepare
+from agent_eval.builds.recipes import (
+    RECIPE_KINDS,
+    Plan,
+    Recipe,
+    Say,
+    Step,
+    Weights,
+    register_recipe_kind,
+)
+from agent_eval.builds.serving.built_in_engines import EndpointKind
 from agent_eval.builds.spec import parse_builds
 from agent_eval.errors import BuildError, ConfigError
 from agent_eval.records import RungInfo

@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import Any
 
-from agent_eval.builds.llamacpp_usage import UsageChunk, wants_usage
+from agent_eval.builds.serving.llamacpp_usage import UsageChunk, wants_usage
 
 
 def _event(chunk: dict[str, Any]) -> bytes:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_eval.builds.host import quant_python
+from agent_eval.builds.serving.host import quant_python
 
 BUILDS = Path(__file__).resolve().parents[2] / "agent_eval" / "builds"
 FIND = "import importlib.util, sys; print(' '.join(n for n in sys.argv[1:] if importlib.util.find_spec(n)))"

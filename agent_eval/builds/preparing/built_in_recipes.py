@@ -10,12 +10,12 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from agent_eval.builds.adapter import merge_adapter, read_adapter
-from agent_eval.builds.gguf_rungs import GgufKind
-from agent_eval.builds.prepare_ladder import LADDER
-from agent_eval.builds.quant_env import run_quant_tools
+from agent_eval.builds.ladder_rungs import effective_bits, grid_rung
+from agent_eval.builds.preparing.adapter import merge_adapter, read_adapter
+from agent_eval.builds.preparing.gguf_recipe import GgufKind
+from agent_eval.builds.preparing.ladder_recipes import LADDER
+from agent_eval.builds.preparing.quant_env import run_quant_tools
 from agent_eval.builds.recipes import Plan, Recipe, RecipeKind, Say, Step, Weights, register_recipe_kind
-from agent_eval.builds.rungs import effective_bits, grid_rung
 from agent_eval.builds.spec import repo_root, sends_the_prompts_of
 from agent_eval.errors import BuildError
 from agent_eval.records import RungInfo

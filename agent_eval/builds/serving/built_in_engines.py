@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agent_eval.builds import host
-from agent_eval.builds.kinds import EngineKind, Launch, Serving, register_engine_kind
-from agent_eval.builds.llama_server import missing_server, server_args
+from agent_eval.builds.engine_kinds import EngineKind, Launch, Serving, register_engine_kind
+from agent_eval.builds.serving import host
+from agent_eval.builds.serving.llama_server import missing_server, server_args
 from agent_eval.builds.spec import VLLM_REJECTS, VLLM_SCHEMES, Build, EngineArgs
 from agent_eval.chat.endpoint import Endpoint
 
@@ -140,7 +140,8 @@ def llamacpp_python_launch(build: Build, gguf: Path, port: int) -> Launch:
     command = [
         str(host.engine_python()),
         "-m",
-        "agent_eval.builds.llamacpp_server",  # llama_cpp.server plus the requests teacher forcing needs
+        # llama_cpp.server plus the requests teacher forcing needs
+        "agent_eval.builds.serving.llamacpp_server",
         "--model",
         str(gguf),
         "--model_alias",
