@@ -45,7 +45,7 @@ from agent_eval.builds.engine_kinds import (
     Serving,
     register_engine_kind,
 )
-from agent_eval.builds.recipes import (
+from agent_eval.builds.recipe_kinds import (
     Plan,
     Recipe,
     RecipeKind,

@@ -26,7 +26,7 @@ REGISTRIES = {
     "AGENTS": "agent_eval.agent.agents",
     "DEVICE_BACKENDS": "agent_eval.device.backend",
     "PREDICATES": "agent_eval.task.registry",
-    "RECIPE_KINDS": "agent_eval.builds.recipes",
+    "RECIPE_KINDS": "agent_eval.builds.recipe_kinds",
 }
 # The field of a file that names a kind of each registry (the predicate's is the key of a goal mapping).
 NAMED_BY = {

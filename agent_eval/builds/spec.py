@@ -27,7 +27,7 @@ from agent_eval.builds.engine_kinds import (
     options_model,
 )
 from agent_eval.builds.ladder_rungs import rung_info
-from agent_eval.builds.recipes import (
+from agent_eval.builds.recipe_kinds import (
     RECIPE_KINDS,
     AnyRecipe,
     holds_recipes,

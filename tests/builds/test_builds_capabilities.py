@@ -13,7 +13,7 @@ from agent_eval.agent.agents import AGENTS, PromptAgent, register_agent
 from agent_eval.agent.prompt import action_schema, build_prompt
 from agent_eval.builds.engine_kinds import ENGINE_KINDS, register_engine_kind
 from agent_eval.builds.preparing.prepare_builds import prepare
-from agent_eval.builds.recipes import (
+from agent_eval.builds.recipe_kinds import (
     RECIPE_KINDS,
     Plan,
     Recipe,

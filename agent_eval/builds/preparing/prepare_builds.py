@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from agent_eval.builds.recipes import Say, Step, recipe_kind, recipe_record
+from agent_eval.builds.recipe_kinds import Say, Step, recipe_kind, recipe_record
 from agent_eval.builds.serving import host
 from agent_eval.builds.serving.weights import (
     Prepared,
