@@ -50,12 +50,11 @@ from agent_eval.builds.recipe_kinds import (
     Recipe,
     RecipeKind,
     Say,
-    Step,
     Weights,
     register_recipe_kind,
 )
-from agent_eval.builds.serving.built_in_engines import EndpointKind
-from agent_eval.builds.spec import Build, EngineArgs
+from agent_eval.builds.serving.built_in_engines import EndpointKind, EngineArgs
+from agent_eval.builds.spec import Build, Step
 from agent_eval.chat.client import ChatClient
 from agent_eval.chat.endpoint import Endpoint
 from agent_eval.device import Device, DeviceBackend, DeviceRequest, EpisodeDevice, register_device_backend

@@ -1,5 +1,6 @@
 """The recipe plug point: a recipe kind validates a build's `prepare:` fields, makes its weights and says what
-the manifest records about them. A build's `prepare.kind` names a registered kind (built-ins: `recipe_kinds`).
+the manifest records about them. A build's `prepare.kind` names a registered kind (built-ins:
+`preparing/built_in_recipes.py`); what a kind is given to plan one build is `spec.Step`.
 """
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
@@ -16,11 +17,11 @@ from agent_eval.errors import ConfigError
 from agent_eval.records import RungInfo, StrictModel
 from agent_eval.registry import Registry
 
-if TYPE_CHECKING:
-    from agent_eval.builds.spec import Build, BuildSet
-
 Say = Callable[[str], None]
 R = TypeVar("R", bound="Recipe")
+# What a kind is given to plan one build (`spec.Step`): a parameter, so that this plug point needs nothing of
+# the schema that imports it.
+StepT = TypeVar("StepT", contravariant=True)
 
 
 class Recipe(StrictModel):
@@ -49,34 +50,6 @@ class Weights:
 
 
 @dataclass(frozen=True)
-class Step:
-    """One build to make: what a recipe kind is given to plan it."""
-
-    build: Build
-    builds: BuildSet
-    shipped: Path  # the shipped GGUF, for recipes made from the shipped model
-    made_from: str  # the hash of what it is made from: its source build's weights, else the shipped GGUF
-
-    @property
-    def recipe(self) -> Recipe:
-        assert self.build.prepare is not None
-        return self.build.prepare
-
-    @property
-    def out(self) -> Path:
-        """Where the weights go: the build's model_path."""
-        path = self.build.resolved_path()
-        assert path is not None, "a prepared build has a model_path"
-        return path
-
-    def source_path(self) -> Path:
-        """The weights of the recipe's source build."""
-        path = self.builds.get(self.recipe.source or "").resolved_path()
-        assert path is not None, "a source build has a model_path"
-        return path
-
-
-@dataclass(frozen=True)
 class Plan:
     """How a kind will make a build, known before it does: a changed source hash re-makes the build."""
 
@@ -85,7 +58,7 @@ class Plan:
     calibration_hash: str | None = None
 
 
-class RecipeKind(Protocol):
+class RecipeKind(Protocol[StepT]):
     """One way of making a build's weights (`prepare: {kind: ...}`)."""
 
     @property
@@ -110,7 +83,7 @@ class RecipeKind(Protocol):
         """The manifest's rung (None: not a quantization level)."""
         ...
 
-    def plan(self, step: Step) -> Plan:
+    def plan(self, step: StepT) -> Plan:
         """The source hash and the maker of one build (calibration sets are gathered here)."""
         ...
 
@@ -118,23 +91,25 @@ class RecipeKind(Protocol):
 _HOLDERS: list[type[BaseModel]] = []  # models with a recipe field: rebuilt when a kind is added
 
 
-def _rebuild_holders(kind: RecipeKind) -> None:
+def _rebuild_holders(kind: RecipeKind[Any]) -> None:
     for holder in _HOLDERS:
         holder.model_rebuild(force=True)
 
 
-RECIPE_KINDS: Registry[RecipeKind] = Registry("recipe kind", on_register=_rebuild_holders)
+RECIPE_KINDS: Registry[RecipeKind[Any]] = Registry("recipe kind", on_register=_rebuild_holders)
 
 
-def register_recipe_kind(kind: RecipeKind) -> None:
+def register_recipe_kind(kind: RecipeKind[Any]) -> None:
     """Make `kind` usable as a build's `prepare.kind` (a later registration under the same name replaces
     it)."""
     if not issubclass(kind.fields, Recipe):
-        raise ConfigError(f"recipe kind {kind.name!r}: its fields model must subclass builds.recipes.Recipe")
+        raise ConfigError(
+            f"recipe kind {kind.name!r}: its fields model must subclass Recipe (agent_eval.api)"
+        )
     RECIPE_KINDS.register(kind.name, kind)
 
 
-def recipe_kind(name: str) -> RecipeKind:
+def recipe_kind(name: str) -> RecipeKind[Any]:
     return RECIPE_KINDS.get(name)
 
 

@@ -18,12 +18,11 @@ from agent_eval.builds.recipe_kinds import (
     Plan,
     Recipe,
     Say,
-    Step,
     Weights,
     register_recipe_kind,
 )
 from agent_eval.builds.serving.built_in_engines import EndpointKind
-from agent_eval.builds.spec import parse_builds
+from agent_eval.builds.spec import Step, parse_builds
 from agent_eval.errors import BuildError, ConfigError
 from agent_eval.records import RungInfo
 

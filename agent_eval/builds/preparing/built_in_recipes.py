@@ -15,8 +15,8 @@ from agent_eval.builds.preparing.adapter import merge_adapter, read_adapter
 from agent_eval.builds.preparing.gguf_recipe import GgufKind
 from agent_eval.builds.preparing.ladder_recipes import LADDER
 from agent_eval.builds.preparing.quant_env import run_quant_tools
-from agent_eval.builds.recipe_kinds import Plan, Recipe, RecipeKind, Say, Step, Weights, register_recipe_kind
-from agent_eval.builds.spec import repo_root, sends_the_prompts_of
+from agent_eval.builds.recipe_kinds import Plan, Recipe, RecipeKind, Say, Weights, register_recipe_kind
+from agent_eval.builds.spec import Step, repo_root, sends_the_prompts_of
 from agent_eval.errors import BuildError
 from agent_eval.records import RungInfo
 
@@ -194,7 +194,7 @@ class MergeAdapter:
         return Plan(f"{step.made_from}+sha256:{manifest.adapter_sha256}", make)
 
 
-BUILT_IN: tuple[RecipeKind, ...] = (
+BUILT_IN: tuple[RecipeKind[Step], ...] = (
     DequantizeShippedGguf(),
     Quantize(),
     ShippedGguf(),

@@ -17,8 +17,8 @@ from pydantic import Field, model_validator
 
 from agent_eval.builds.ladder_rungs import CALIBRATED, check_ladder_recipe, effective_bits, grid_rung
 from agent_eval.builds.preparing.quant_env import run_quant_tools
-from agent_eval.builds.recipe_kinds import Plan, Recipe, Say, Step, Weights
-from agent_eval.builds.spec import Build, models_dir, repo_root, sends_the_prompts_of
+from agent_eval.builds.recipe_kinds import Plan, Recipe, Say, Weights
+from agent_eval.builds.spec import Build, Step, models_dir, repo_root, sends_the_prompts_of
 from agent_eval.errors import BuildError
 from agent_eval.records import RungInfo
 

