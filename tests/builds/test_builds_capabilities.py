@@ -130,7 +130,7 @@ def test_an_engine_kind_that_does_not_state_its_capabilities_is_refused() -> Non
 
 def test_nothing_outside_the_kinds_compares_engine_names() -> None:
     package = Path(__file__).resolve().parents[2] / "agent_eval"
-    kinds = {package / "builds" / "engines.py", package / "builds" / "kinds.py"}
+    kinds = {package / "builds" / "serving" / "built_in_engines.py", package / "builds" / "engine_kinds.py"}
     found = []
     for path in package.rglob("*.py"):
         if path in kinds:

@@ -1,4 +1,5 @@
-"""The usage chunk the llama.cpp engine process adds to a streamed chat answer (builds/llamacpp_usage.py)."""
+"""The usage chunk the llama.cpp engine process adds to a streamed chat answer
+(builds/serving/llamacpp_usage.py)."""
 
 from __future__ import annotations
 

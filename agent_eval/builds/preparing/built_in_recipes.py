@@ -1,5 +1,5 @@
 """The built-in recipe kinds, registered on import: the shipped GGUF copied or dequantized, a build quantized
-with llmcompressor, the adapter merged; and the ladder's rungs (`prepare_ladder`) and GGUF's (`gguf_rungs`).
+with llmcompressor, the adapter merged; and the ladder's rungs (`ladder_recipes`) and GGUF's (`gguf_recipe`).
 """
 
 from __future__ import annotations

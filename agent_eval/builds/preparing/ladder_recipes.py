@@ -169,7 +169,7 @@ def calibration_set(build: Build) -> tuple[list[list[dict[str, Any]]], str]:
         raise BuildError(f"build {build.name!r}: prepare.calibration {path}: unreadable ({e})") from None
     played_by = build.agent or "default"
     # Prompts the build's agent sends: its own, or those of an agent it extends (it sends them byte for
-    # byte, with lines of its own in some steps), as a tuned adapter may be served (recipe_kinds.py).
+    # byte, with lines of its own in some steps), as a tuned adapter may be served (built_in_recipes.py).
     if alien := sorted(f for f in formats if not sends_the_prompts_of(played_by, f)):
         raise BuildError(
             f"build {build.name!r}: prepare.calibration {recipe.calibration!r} holds prompts of the "

@@ -259,7 +259,7 @@ class LlamaCpp:
     """A GGUF file on llama.cpp: llama-server for episodes, llama-cpp-python's server for teacher forcing.
 
     llama-server has no prompt log-probabilities (its completions refuse `echo`), so fidelity's requests go to
-    the llama-cpp-python server (builds/llamacpp_server.py), built from the same llama.cpp source.
+    the llama-cpp-python server (builds/serving/llamacpp_server.py), built from the same llama.cpp source.
     """
 
     name = "llama.cpp"
