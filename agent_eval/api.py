@@ -38,24 +38,23 @@ from __future__ import annotations
 from agent_eval.agent.agents import Agent, PromptAgent, register_agent
 from agent_eval.agent.policy import PastStep, Policy
 from agent_eval.agent.prompt import SYSTEM_PROMPT, ChatFormat, action_schema, build_prompt
-from agent_eval.builds.engines import EndpointKind
-from agent_eval.builds.kinds import (
+from agent_eval.builds.engine_kinds import (
     EngineKind,
     EngineOptions,
     Launch,
     Serving,
     register_engine_kind,
 )
-from agent_eval.builds.recipes import (
+from agent_eval.builds.recipe_kinds import (
     Plan,
     Recipe,
     RecipeKind,
     Say,
-    Step,
     Weights,
     register_recipe_kind,
 )
-from agent_eval.builds.spec import Build, EngineArgs
+from agent_eval.builds.serving.built_in_engines import EndpointKind, EngineArgs
+from agent_eval.builds.spec import Build, Step
 from agent_eval.chat.client import ChatClient
 from agent_eval.chat.endpoint import Endpoint
 from agent_eval.device import Device, DeviceBackend, DeviceRequest, EpisodeDevice, register_device_backend

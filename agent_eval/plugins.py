@@ -46,8 +46,8 @@ def load_plugins() -> list[str]:
 def _import_built_ins() -> None:
     """The built-in kinds register on import; they come first so a plug-in may replace one on purpose."""
     import agent_eval.agent.agents
-    import agent_eval.builds.engines
-    import agent_eval.builds.recipe_kinds
+    import agent_eval.builds.preparing.built_in_recipes
+    import agent_eval.builds.serving.built_in_engines
     import agent_eval.device.adb_backend
     import agent_eval.task.goal_kinds  # noqa: F401
 

@@ -17,7 +17,7 @@ import os
 import time
 from pathlib import Path
 
-from agent_eval.builds.memory import status_kib
+from agent_eval.builds.serving.memory import status_kib
 from agent_eval.tune.batches import collate, encode, make_batches, padding_id
 from agent_eval.tune.dataset import read_dataset
 from agent_eval.tune.train import TrainConfig, TrainState, _optimizer_step, load_base

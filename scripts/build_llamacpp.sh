@@ -73,7 +73,7 @@ rm -rf "$VENV/share/llama.cpp" && mkdir -p "$VENV/share/llama.cpp"
 cp -r "$SRC/convert_hf_to_gguf.py" "$SRC/gguf-py" "$VENV/share/llama.cpp/"
 [ -d "$SRC/conversion" ] && cp -r "$SRC/conversion" "$VENV/share/llama.cpp/"
 # The model architectures this llama.cpp loads, from its own table ("clip" is a quantizer-only name): a GGUF of
-# any other is refused by name before a server starts (agent_eval/builds/llama_server.py).
+# any other is refused by name before a server starts (agent_eval/builds/serving/llama_server.py).
 sed -n '/LLM_ARCH_NAMES = {/,/^};/p' "$SRC/src/llama-arch.cpp" | grep -o '"[^"]*"' | tr -d '"' | grep -vx clip \
     > "$VENV/share/llama.cpp/architectures.txt"
 [ -s "$VENV/share/llama.cpp/architectures.txt" ] || { echo "[setup] no architectures in llama-arch.cpp" >&2; exit 1; }

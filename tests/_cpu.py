@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from agent_eval.builds.host import SIMULATED_CPU_FLAGS
+from agent_eval.builds.serving.host import SIMULATED_CPU_FLAGS
 
 _X86_64 = "fpu sse sse2 ssse3 sse4_1 sse4_2 popcnt avx f16c fma bmi1 bmi2"
 AVX2_ONLY = f"{_X86_64} avx2"

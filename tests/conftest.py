@@ -13,7 +13,7 @@ import pytest
 from _cpu import DIFFERING_FLAGS, WatchedFlags, conditional_on_the_real_cpu, reading_by_design
 from _engines import SharedReference
 
-from agent_eval.builds import host
+from agent_eval.builds.serving import host
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ from _cpu import (
     conditional_on_the_real_cpu,
 )
 
-from agent_eval.builds import host
+from agent_eval.builds.serving import host
 
 TESTS = Path(__file__).resolve().parent
 REAL_CPU = {

@@ -22,11 +22,11 @@ PATH_DOCS = [*DOCS, REPO / "docs" / "virtual_phone.md", REPO / "README.md", REPO
 _PATH = re.compile(r"`((?:agent_eval|virtual_phone|docs|tests|tasks|builds|grids|scripts|bench)/[\w./-]*)`")
 # The registry of each plug point, as docs/architecture.md and docs/extending.md name it: (module, name).
 REGISTRIES = {
-    "ENGINE_KINDS": "agent_eval.builds.kinds",
+    "ENGINE_KINDS": "agent_eval.builds.engine_kinds",
     "AGENTS": "agent_eval.agent.agents",
     "DEVICE_BACKENDS": "agent_eval.device.backend",
     "PREDICATES": "agent_eval.task.registry",
-    "RECIPE_KINDS": "agent_eval.builds.recipes",
+    "RECIPE_KINDS": "agent_eval.builds.recipe_kinds",
 }
 # The field of a file that names a kind of each registry (the predicate's is the key of a goal mapping).
 NAMED_BY = {
@@ -57,7 +57,7 @@ def test_the_registries_are_where_the_docs_say_and_hold_the_kinds_they_list() ->
         assert isinstance(registry, Registry), f"{module}.{name} is not a Registry"
         where = module.removeprefix("agent_eval.").replace(".", "/") + ".py"
         assert f"`{name}`" in architecture and f"`{name}` in `agent_eval/{where}`" in extending, name
-    engines = importlib.import_module("agent_eval.builds.kinds").ENGINE_KINDS.names()
+    engines = importlib.import_module("agent_eval.builds.engine_kinds").ENGINE_KINDS.names()
     predicates = importlib.import_module("agent_eval.task.registry").predicate_kinds()
     unnamed = [f"engine {e}" for e in engines if f"`{e}`" not in extending]
     unnamed += [f"predicate {p}" for p in predicates if f"`{p}" not in tasks]

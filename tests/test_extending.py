@@ -18,8 +18,7 @@ from scripted_endpoint import DONE, ScriptedEndpoint, tap
 from agent_eval.agent.agents import PromptAgent, get_agent, register_agent
 from agent_eval.agent.policy import PastStep
 from agent_eval.agent.prompt import SYSTEM_PROMPT, ChatFormat, action_schema, build_prompt
-from agent_eval.builds.engines import Launch
-from agent_eval.builds.kinds import Serving, engine_kind, register_engine_kind
+from agent_eval.builds.engine_kinds import Launch, Serving, engine_kind, register_engine_kind
 from agent_eval.builds.spec import Build
 from agent_eval.chat.endpoint import Endpoint
 from agent_eval.device import Device, DeviceRequest, EpisodeDevice, register_device_backend

@@ -17,7 +17,7 @@ PAGE = REPO / "docs" / "extending.md"
 # Run after the page's blocks, in the same module: what each block registered, used as a file would use it.
 CHECKS = """
 from agent_eval.agent.agents import get_agent
-from agent_eval.builds.launcher import pinned
+from agent_eval.builds.serving.launcher import pinned
 from agent_eval.builds.spec import parse_builds
 from agent_eval.device.backend import device_backend
 from agent_eval.errors import ConfigError

@@ -405,25 +405,14 @@ def test_the_plugin_package_imports_only_the_public_module() -> None:
     assert {name.rpartition(".")[0] or name for name in imported} == {"agent_eval.api"}, imported
 
 
-# builds/: the interface (a builds file and the plug points it names) stands above serving and preparing.
-BUILDS_INTERFACE = {"spec", "kinds", "recipes", "rungs", "bandwidth"}
-BUILDS_SERVING_AND_PREPARING = {
-    "engines",
-    "host",
-    "launcher",
-    "llama_server",
-    "llamacpp_server",
-    "llamacpp_usage",
-    "memory",
-    "_guard",
-    "prepare",
-    "prepare_ladder",
-    "recipe_kinds",
-    "gguf_rungs",
-    "gguf_file",
-    "adapter",
-    "quant_env",
-}
+# builds/: the interface (a builds file and the plug points it names) is the folder's own modules, in a line
+# from the lowest up; serving/ and preparing/ stand below it. Serving never imports preparing: it reads a
+# build's weights and their prepared.json through its own `weights`. Preparing imports serving (the host's
+# facts, the weights check a brought build gets). The package's front door (`__init__`) gathers all three.
+BUILDS = PACKAGE / "builds"
+BUILDS_INTERFACE = ("bandwidth", "engine_kinds", "recipe_kinds", "ladder_rungs", "spec")
+# What each room of builds/ may import there besides the interface.
+BUILDS_ROOMS = {"serving": {"serving"}, "preparing": {"preparing", "serving"}}
 
 
 def _every_import(path: Path) -> Iterator[str]:
@@ -435,16 +424,49 @@ def _every_import(path: Path) -> Iterator[str]:
             yield from (alias.name for alias in node.names if alias.name.startswith("agent_eval."))
 
 
-def test_the_builds_interface_imports_nothing_that_serves_or_prepares() -> None:
-    folder = PACKAGE / "builds"
-    modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
-    assert modules >= BUILDS_INTERFACE | BUILDS_SERVING_AND_PREPARING, (
-        "a module here was renamed: update the sets"
-    )
-    upward = [
+def _builds_place(name: str) -> str | None:
+    """Where in builds/ an imported name lives: an interface module, a room, or `__init__` for the package
+    itself (`from agent_eval.builds import Build`); None: outside builds/."""
+    parts = name.split(".")
+    if parts[:2] != ["agent_eval", "builds"]:
+        return None
+    place = parts[2] if len(parts) > 2 else "__init__"
+    return place if place in BUILDS_INTERFACE or place in BUILDS_ROOMS else "__init__"
+
+
+def test_the_builds_folder_is_the_interface_and_two_rooms() -> None:
+    modules = {p.stem for p in BUILDS.glob("*.py")} - {"__init__"}
+    rooms = {p.parent.name for p in BUILDS.glob("*/__init__.py")}
+    assert modules == set(BUILDS_INTERFACE), "a module of the interface was added or renamed: update the line"
+    assert rooms == set(BUILDS_ROOMS), "a room of builds/ was added or renamed: update BUILDS_ROOMS"
+    assert "preparing" not in BUILDS_ROOMS["serving"]
+
+
+def test_the_builds_interface_is_a_line_even_counting_annotations() -> None:
+    against = [
         f"builds/{name}.py imports {target}"
-        for name in sorted(BUILDS_INTERFACE)
-        for target in _every_import(folder / f"{name}.py")
-        if target.split(".")[2] in BUILDS_SERVING_AND_PREPARING
+        for at, name in enumerate(BUILDS_INTERFACE)
+        for target in _every_import(BUILDS / f"{name}.py")
+        if _builds_place(target) not in (None, name, *BUILDS_INTERFACE[:at])
     ]
-    assert not upward, "the builds interface reaches down into serving or preparing:\n" + "\n".join(upward)
+    assert not against, "an interface module imports only those before it:\n" + "\n".join(against)
+
+
+def test_serving_and_preparing_import_the_interface_and_the_room_below_only() -> None:
+    against = [
+        f"{path.relative_to(BUILDS)} imports {target}"
+        for room, allowed in BUILDS_ROOMS.items()
+        for path in sorted((BUILDS / room).rglob("*.py"))
+        for target in _every_import(path)
+        if _builds_place(target) not in (None, *BUILDS_INTERFACE, *allowed)
+    ]
+    assert not against, "imports against the rooms of builds/:\n" + "\n".join(against)
+
+
+def test_the_builds_checks_count_imports_made_only_for_annotations(tmp_path: Path) -> None:
+    module = tmp_path / "annotated.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from agent_eval.builds.spec import Build\n"
+        "from agent_eval.builds import Serving\n"
+    )
+    assert sorted(str(_builds_place(name)) for name in _every_import(module)) == ["__init__", "spec"]

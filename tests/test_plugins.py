@@ -57,8 +57,8 @@ def test_the_entry_point_registers_the_plugins_kinds(tmp_path: Path) -> None:
         "from agent_eval.plugins import load_plugins\n"
         "from agent_eval.task.registry import predicate_kinds\n"
         "from agent_eval.agent.agents import AGENTS\n"
-        "from agent_eval.builds.kinds import ENGINE_KINDS\n"
-        "from agent_eval.builds.recipes import RECIPE_KINDS\n"
+        "from agent_eval.builds.engine_kinds import ENGINE_KINDS\n"
+        "from agent_eval.builds.recipe_kinds import RECIPE_KINDS\n"
         "print(load_plugins(), load_plugins(), 'wifi' in predicate_kinds(), 'terse' in AGENTS,\n"
         "      'copy-weights' in RECIPE_KINDS, 'text-endpoint' in ENGINE_KINDS)\n"
     )

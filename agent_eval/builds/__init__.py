@@ -1,14 +1,16 @@
-"""Builds: the model variants a run compares (schema, prepare, engine launchers) and where they answer.
+"""Builds: the model variants a run compares. The interface (a builds file, its plug points) is this folder's
+modules; `serving/` starts and reaches a build's engine, `preparing/` makes its weights.
 
 Public API: load_builds, Build, BuildSet, prepare, serve, ServedBuild, Serving, unavailable_reason.
 """
 
-import agent_eval.builds.engines  # (the built-in engine kinds register on import)
-import agent_eval.builds.recipe_kinds  # noqa: F401  (the built-in recipe kinds register on import)
-from agent_eval.builds.host import unavailable_reason
-from agent_eval.builds.kinds import Serving
-from agent_eval.builds.launcher import ServedBuild, serve
-from agent_eval.builds.prepare import prepare
+# The built-in engine and recipe kinds register on import.
+import agent_eval.builds.preparing.built_in_recipes
+import agent_eval.builds.serving.built_in_engines  # noqa: F401
+from agent_eval.builds.engine_kinds import Serving
+from agent_eval.builds.preparing.prepare_builds import prepare
+from agent_eval.builds.serving.host import unavailable_reason
+from agent_eval.builds.serving.launcher import ServedBuild, serve
 from agent_eval.builds.spec import Build, BuildSet, load_builds
 
 __all__ = [

@@ -1,206 +1,176 @@
-"""The built-in recipe kinds, registered on import: the shipped GGUF copied or dequantized, a build quantized
-with llmcompressor, the adapter merged; and the ladder's rungs (`prepare_ladder`) and GGUF's (`gguf_rungs`).
+"""The recipe plug point: a recipe kind validates a build's `prepare:` fields, makes its weights and says what
+the manifest records about them. A build's `prepare.kind` names a registered kind (built-ins:
+`preparing/built_in_recipes.py`); what a kind is given to plan one build is `spec.Step`.
 """
 
 from __future__ import annotations
 
-import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Protocol, TypeVar
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, Field, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 
-from agent_eval.builds.adapter import merge_adapter, read_adapter
-from agent_eval.builds.gguf_rungs import GgufKind
-from agent_eval.builds.prepare_ladder import LADDER
-from agent_eval.builds.quant_env import run_quant_tools
-from agent_eval.builds.recipes import Plan, Recipe, RecipeKind, Say, Step, Weights, register_recipe_kind
-from agent_eval.builds.rungs import effective_bits, grid_rung
-from agent_eval.builds.spec import repo_root, sends_the_prompts_of
-from agent_eval.errors import BuildError
-from agent_eval.records import RungInfo
+from agent_eval.errors import ConfigError
+from agent_eval.records import RungInfo, StrictModel
+from agent_eval.registry import Registry
+
+Say = Callable[[str], None]
+R = TypeVar("R", bound="Recipe")
+# What a kind is given to plan one build (`spec.Step`): a parameter, so that this plug point needs nothing of
+# the schema that imports it.
+StepT = TypeVar("StepT", contravariant=True)
 
 
-class ShippedRecipe(Recipe):
-    """A recipe made from the shipped model itself: it takes no source build."""
+class Recipe(StrictModel):
+    """The fields every recipe has; a kind's own model subclasses it with the fields it takes."""
 
-    @model_validator(mode="after")
-    def _no_source(self) -> ShippedRecipe:
-        if self.source is not None:
-            raise ValueError(f"a {self.kind!r} recipe is made from the shipped model; it takes no 'source'")
+    kind: str = Field(description="The recipe kind that makes the weights (a registered name).")
+    source: str | None = Field(
+        None, description="The build whose weights it is made from; None: the shipped model."
+    )
+
+    def own(self, model: type[R]) -> R:
+        """This recipe as its kind's model (the registry validated it as one)."""
+        if not isinstance(self, model):
+            raise TypeError(f"a {self.kind!r} recipe was validated as {type(self).__name__}")
         return self
 
 
-def copy_file(source: Path, out: Path) -> None:
-    """Copy through a temporary name: a copy cut short never looks like finished weights."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.copyfile(source, tmp)
-    tmp.rename(out)
+@dataclass(frozen=True)
+class Weights:
+    """What the manifest's rung is told about a build's weights."""
+
+    scheme: str
+    bits_per_weight: float | None
+    path: Path | None
+    weights_hash: str | None
 
 
-class ShippedGguf:
-    """`shipped-gguf`: the shipped GGUF file as it is (llama.cpp serves it)."""
+@dataclass(frozen=True)
+class Plan:
+    """How a kind will make a build, known before it does: a changed source hash re-makes the build."""
 
-    name = "shipped-gguf"
-    fields = ShippedRecipe
-
-    def bits(self, recipe: Recipe, scheme: str) -> float | None:
-        return None
-
-    def list_group(self, recipe: Recipe, scheme: str) -> str:
-        return "other"
-
-    def rung(self, recipe: Recipe, weights: Weights) -> RungInfo | None:
-        return grid_rung("gguf", None, None, None, "own", weights)
-
-    def plan(self, step: Step) -> Plan:
-        def make(say: Say) -> dict[str, Any]:
-            say(f"{step.build.name}: copying the shipped {step.shipped.name}")
-            copy_file(step.shipped, step.out)
-            return {}
-
-        return Plan(step.made_from, make)
+    source_hash: str  # recorded in prepared.json and compared on the next prepare
+    make: Callable[[Say], dict[str, Any]]  # writes the weights; returns further prepared.json fields
+    calibration_hash: str | None = None
 
 
-class DequantizeShippedGguf:
-    """`dequantize-shipped-gguf`: the shipped GGUF's weights as an HF checkpoint of the build's scheme."""
-
-    name = "dequantize-shipped-gguf"
-    fields = ShippedRecipe
-
-    def bits(self, recipe: Recipe, scheme: str) -> float | None:
-        return None
-
-    def list_group(self, recipe: Recipe, scheme: str) -> str:
-        return "other"
-
-    def rung(self, recipe: Recipe, weights: Weights) -> RungInfo | None:
-        bits = 16 if weights.scheme in ("bf16", "fp16") else None
-        return grid_rung("none", bits, None, None, "own", weights)
-
-    def plan(self, step: Step) -> Plan:
-        def make(say: Say) -> dict[str, Any]:
-            build, gguf = step.build, step.shipped
-            say(f"{build.name}: dequantizing the shipped {gguf.name} to {build.scheme} (~30 s)")
-            job = {"kind": self.name, "name": build.name, "gguf": str(gguf), "out_dir": str(step.out)}
-            run_quant_tools([job], say)
-            return {}
-
-        return Plan(step.made_from, make)
-
-
-class QuantizeRecipe(Recipe):
-    """`quantize`: a source build's weights (and activations) to integers in vLLM's compressed format."""
-
-    weights: Literal["int8", "int4"] | None = Field(None, description="Integer weight width.")
-    activations: Literal["int8"] | None = Field(None, description="Dynamic per-token activations.")
-    group_size: int | None = Field(None, gt=0, description="Weights per scale; None = per channel.")
-    symmetric: bool = True
-
-    @model_validator(mode="after")
-    def _needs(self) -> QuantizeRecipe:
-        if self.source is None or self.weights is None:
-            raise ValueError("a 'quantize' recipe needs 'source' (a build name) and 'weights' (int8 or int4)")
-        return self
+class RecipeKind(Protocol[StepT]):
+    """One way of making a build's weights (`prepare: {kind: ...}`)."""
 
     @property
-    def grid_bits(self) -> int:
-        return 8 if self.weights == "int8" else 4
+    def name(self) -> str:
+        """What a build file's `prepare.kind` says."""
+        ...
 
-
-class Quantize:
-    """`quantize`: round to nearest with llmcompressor, served in its own format (w8a8, w4a16 ...)."""
-
-    name = "quantize"
-    fields = QuantizeRecipe
+    @property
+    def fields(self) -> type[Recipe]:
+        """The pydantic model of its `prepare:` fields (a `Recipe`), validated when the build file loads."""
+        ...
 
     def bits(self, recipe: Recipe, scheme: str) -> float | None:
-        own = recipe.own(QuantizeRecipe)
-        if own.group_size is None:
-            return None  # per channel: the scheme's nominal bits (the scales are nearly free)
-        return effective_bits(own.grid_bits, own.group_size, own.symmetric)
+        """Bits per weight of what it makes (None: the scheme's nominal bits)."""
+        ...
 
     def list_group(self, recipe: Recipe, scheme: str) -> str:
-        return "served"
+        """Its heading in `builds list`: 'served', 'rounded' (on a grid, served as bf16) or 'other'."""
+        ...
 
     def rung(self, recipe: Recipe, weights: Weights) -> RungInfo | None:
-        own = recipe.own(QuantizeRecipe)
-        return grid_rung("rtn", own.grid_bits, own.group_size, own.symmetric, "own", weights)
+        """The manifest's rung (None: not a quantization level)."""
+        ...
 
-    def plan(self, step: Step) -> Plan:
-        def make(say: Say) -> dict[str, Any]:
-            build, own = step.build, step.recipe
-            say(f"{build.name}: quantizing {own.source} to {build.scheme} with llmcompressor (~30 s)")
-            job = {"kind": self.name, "name": build.name, "source_dir": str(step.source_path())}
-            job |= {"out_dir": str(step.out), **own.model_dump(exclude={"kind", "source"})}
-            run_quant_tools([job], say)
-            return {}
-
-        return Plan(step.made_from, make)
+    def plan(self, step: StepT) -> Plan:
+        """The source hash and the maker of one build (calibration sets are gathered here)."""
+        ...
 
 
-class MergeAdapterRecipe(Recipe):
-    """`merge-adapter`: a shipped LoRA adapter merged into a source build."""
-
-    adapter: str | None = Field(None, description="The shipped adapter's directory, relative to the repo.")
-
-    @model_validator(mode="after")
-    def _needs(self) -> MergeAdapterRecipe:
-        if self.source is None or self.adapter is None:
-            raise ValueError(
-                "a 'merge-adapter' recipe needs 'source' (a build name) and 'adapter' (a directory)"
-            )
-        return self
+_HOLDERS: list[type[BaseModel]] = []  # models with a recipe field: rebuilt when a kind is added
 
 
-class MergeAdapter:
-    """`merge-adapter`: the tuned agent's weights (docs/tuning.md)."""
+def _rebuild_holders(kind: RecipeKind[Any]) -> None:
+    for holder in _HOLDERS:
+        holder.model_rebuild(force=True)
 
-    name = "merge-adapter"
-    fields = MergeAdapterRecipe
-    retunes = True  # its build is played by the agent its adapter was tuned for, not its source's
 
-    def bits(self, recipe: Recipe, scheme: str) -> float | None:
+RECIPE_KINDS: Registry[RecipeKind[Any]] = Registry("recipe kind", on_register=_rebuild_holders)
+
+
+def register_recipe_kind(kind: RecipeKind[Any]) -> None:
+    """Make `kind` usable as a build's `prepare.kind` (a later registration under the same name replaces
+    it)."""
+    if not issubclass(kind.fields, Recipe):
+        raise ConfigError(
+            f"recipe kind {kind.name!r}: its fields model must subclass Recipe (agent_eval.api)"
+        )
+    RECIPE_KINDS.register(kind.name, kind)
+
+
+def recipe_kind(name: str) -> RecipeKind[Any]:
+    return RECIPE_KINDS.get(name)
+
+
+def retunes(recipe: Recipe) -> bool:
+    """Whether a recipe changes what its model was trained to answer (its kind says `retunes = True`, as
+    `merge-adapter` does), so that the build may be played by another agent than its source; a kind that
+    says nothing only rounds or converts its source's weights."""
+    return bool(getattr(RECIPE_KINDS.get(recipe.kind), "retunes", False))
+
+
+def kind_of(value: Any) -> str | None:
+    """The registered kind a `prepare:` mapping (or a recipe model) names, or None."""
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return kind if isinstance(kind, str) and kind in RECIPE_KINDS else None
+
+
+def known_kind(value: Any) -> Any:
+    """Before validation: a `prepare:` mapping whose kind is missing or unknown gets the registry's error."""
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        if not isinstance(kind, str):
+            raise ValueError(f"a recipe needs 'kind', one of: {', '.join(RECIPE_KINDS.names())}")
+        try:
+            RECIPE_KINDS.get(kind)
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
+    return value
+
+
+class _RegisteredKinds:
+    """The pydantic schema of `AnyRecipe`: a tagged union of the kinds' models registered when it is built."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        choices: dict[Any, CoreSchema] = {
+            name: handler.generate_schema(kind.fields) for name, kind in RECIPE_KINDS.registered()
+        }
+        if not choices:  # while the built-in kinds are being defined
+            return handler.generate_schema(Recipe)
+        return core_schema.tagged_union_schema(
+            choices,
+            discriminator=kind_of,
+            custom_error_type="unknown_recipe_kind",
+            custom_error_message="unknown recipe kind; known: " + ", ".join(sorted(choices)),
+        )
+
+
+AnyRecipe = Annotated[Recipe, _RegisteredKinds()]
+
+
+def holds_recipes(*models: type[BaseModel]) -> None:
+    """Declare models with an AnyRecipe field: rebuilt now and whenever a kind is registered."""
+    _HOLDERS.extend(models)
+    for model in models:
+        model.model_rebuild(force=True)
+
+
+def recipe_record(recipe: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A recipe as prepared.json records and compares it: fields at their default are left out, so a new
+    optional recipe field (ladder's bits/calibration, tuning's adapter) does not make older builds stale."""
+    if recipe is None:
         return None
-
-    def list_group(self, recipe: Recipe, scheme: str) -> str:
-        return "served"
-
-    def rung(self, recipe: Recipe, weights: Weights) -> RungInfo | None:
-        # symmetric True: the recipe model this rung was first recorded from defaulted it; kept, so manifests
-        # of runs made then still match.
-        return grid_rung("merge-adapter", None, None, True, "own", weights)
-
-    def plan(self, step: Step) -> Plan:
-        named = step.recipe.own(MergeAdapterRecipe).adapter or ""
-        adapter = repo_root() / named
-        manifest = read_adapter(adapter)  # checks the file against its manifest (hash) once
-        tuned_for = manifest.prompt_format
-        if not sends_the_prompts_of(step.build.agent or "default", tuned_for):
-            agent = f"agent is {step.build.agent!r}" if step.build.agent else "names no agent (the default)"
-            raise BuildError(
-                f"build '{step.build.name}': its adapter {named} was tuned on the prompts of the agent "
-                f"{tuned_for!r}, and the build {agent}; set `agent: {tuned_for}` or an agent that extends "
-                "its prompts (a tuned model is served the prompts it was trained on)"
-            )
-
-        def make(say: Say) -> dict[str, Any]:
-            say(f"{step.build.name}: merging the adapter {step.recipe.own(MergeAdapterRecipe).adapter} into "
-                f"{step.recipe.source}")  # fmt: skip
-            merge_adapter(step.source_path(), adapter, step.out)
-            return {}
-
-        return Plan(f"{step.made_from}+sha256:{manifest.adapter_sha256}", make)
-
-
-BUILT_IN: tuple[RecipeKind, ...] = (
-    DequantizeShippedGguf(),
-    Quantize(),
-    ShippedGguf(),
-    MergeAdapter(),
-    *LADDER,
-    GgufKind(),
-)
-for _kind in BUILT_IN:
-    register_recipe_kind(_kind)
+    kind = kind_of(recipe)
+    fields = RECIPE_KINDS.get(kind).fields.model_fields if kind is not None else {}
+    return {k: v for k, v in recipe.items() if k not in fields or v != fields[k].default}

@@ -1,6 +1,7 @@
 """The build schema: what a builds/*.yaml file may say about a build, validated on load.
 
 A build is one servable variant of a model (scheme, weights, engine, pinning, sampling); a file holds several.
+The plug points below it (`engine_kinds`, `recipe_kinds`) are handed a `Build`, or a `Step` to plan one.
 """
 
 from __future__ import annotations
@@ -8,13 +9,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from agent_eval.builds.kinds import (
+from agent_eval.builds.engine_kinds import (
     ENGINE_KINDS,
     UNKNOWN_ENGINE,
     AnyEngineOptions,
@@ -26,15 +28,16 @@ from agent_eval.builds.kinds import (
     holds_engine_options,
     options_model,
 )
-from agent_eval.builds.recipes import (
+from agent_eval.builds.ladder_rungs import rung_info
+from agent_eval.builds.recipe_kinds import (
     RECIPE_KINDS,
     AnyRecipe,
+    Recipe,
     holds_recipes,
     known_kind,
     recipe_kind,
     retunes,
 )
-from agent_eval.builds.rungs import rung_info
 from agent_eval.errors import ConfigError
 from agent_eval.records import BuildManifest, StrictModel
 from agent_eval.registry import in_use
@@ -63,39 +66,10 @@ NOMINAL_BITS: dict[str, float] = {
     "gguf-q2_k": 2.6,
 }
 
-VLLM_SCHEMES = {"fp32", "bf16", "fp16", "w8a8", "w4a16", "w4a8"}
-
-# Schemes the pinned engine refuses on any CPU: rejected when the file loads, not after a 60 s engine start.
-VLLM_REJECTS = {
-    "w8a16": "vLLM 0.32's CPU kernel (CPUWNA16) refuses int8 weight-only checkpoints "
-    "('Quant type (uint8b128) not supported'); use w8a8 or w4a16",
-}
-
 StructuredOutput = Literal["json_schema", "json_object", "off"]
 
 OptionsT = TypeVar("OptionsT", bound=EngineOptions)
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
-
-
-class EngineArgs(EngineOptions):
-    """The options of the built-in engine kinds (vllm-cpu, llama.cpp, endpoint): how the engine is started
-    for this build; every field is recorded in the build's manifest."""
-
-    max_model_len: int = Field(2048, gt=0, description="Longest prompt + answer the server accepts (tokens).")
-    kv_cache_space_gib: float = Field(
-        1.0, gt=0, description="vLLM CPU KV cache (VLLM_CPU_KVCACHE_SPACE), GiB."
-    )
-    dtype: Literal["bfloat16", "float16", "float32", "auto"] = "bfloat16"
-    quantization: str | None = Field(None, description="vLLM --quantization; None reads it from config.json.")
-    enforce_eager: bool = Field(True, description="Eager (True) or torch.compile'd (False); outputs differ.")
-    n_threads: int | None = Field(None, gt=0, description="llama.cpp threads; default: the pinned CPU count.")
-    n_ctx: int | None = Field(None, gt=0, description="llama.cpp context; default: max_model_len.")
-    logits_all: bool = Field(False, description="llama.cpp: keep logits for logprobs (costs memory).")
-    extra_args: list[str] = Field(default_factory=list, description="Passed to the server command verbatim.")
-
-    @property
-    def mode(self) -> str:
-        return "eager" if self.enforce_eager else "compiled"
 
 
 class Pinning(StrictModel):
@@ -259,7 +233,7 @@ class Build(StrictModel):
         return self
 
     @property
-    def kind(self) -> EngineKind:
+    def kind(self) -> EngineKind[Build]:
         return engine_kind(self.engine)
 
     def options(self, model: type[OptionsT]) -> OptionsT:
@@ -370,6 +344,34 @@ def _agent_said(agent: str | None) -> str:
 
 holds_recipes(Build, BuildSet)
 holds_engine_options(Build, BuildSet)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One build to make: what a recipe kind is given to plan it."""
+
+    build: Build
+    builds: BuildSet
+    shipped: Path  # the shipped GGUF, for recipes made from the shipped model
+    made_from: str  # the hash of what it is made from: its source build's weights, else the shipped GGUF
+
+    @property
+    def recipe(self) -> Recipe:
+        assert self.build.prepare is not None
+        return self.build.prepare
+
+    @property
+    def out(self) -> Path:
+        """Where the weights go: the build's model_path."""
+        path = self.build.resolved_path()
+        assert path is not None, "a prepared build has a model_path"
+        return path
+
+    def source_path(self) -> Path:
+        """The weights of the recipe's source build."""
+        path = self.builds.get(self.recipe.source or "").resolved_path()
+        assert path is not None, "a source build has a model_path"
+        return path
 
 
 def repo_root() -> Path:

@@ -117,7 +117,7 @@ class TeacherClient(EndpointSession):
             "logprobs": self.top_k,
         }
         if self.endpoint.scores_from_answer:
-            # llama.cpp's server (builds/llamacpp_server.py) scores the answer's positions only.
+            # llama.cpp's server (builds/serving/llamacpp_server.py) scores the answer's positions only.
             body["prompt_logprobs_from"] = len(prompt_ids)
         data = self._post(self._completions, body)
         try:

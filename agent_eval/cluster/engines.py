@@ -17,7 +17,7 @@ from typing import Any
 
 from agent_eval.agent.policy import Policy
 from agent_eval.builds import Build, ServedBuild, serve
-from agent_eval.builds.launcher import MAX_RESTARTS
+from agent_eval.builds.serving.launcher import MAX_RESTARTS
 from agent_eval.chat.client import Usage, add_usage
 from agent_eval.chat.endpoint import Endpoint
 from agent_eval.cluster.connect import engine_options, ray_module

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import click
 
-from agent_eval.builds import host
-from agent_eval.builds.prepare import prepare, read_prepared
-from agent_eval.builds.rungs import GROUPS, list_group, rounded_in_bf16
+from agent_eval.builds.ladder_rungs import GROUPS, list_group, rounded_in_bf16
+from agent_eval.builds.preparing.prepare_builds import prepare
+from agent_eval.builds.serving import host
+from agent_eval.builds.serving.weights import read_prepared
 from agent_eval.builds.spec import Build, load_builds
 from agent_eval.rundir import engine_record_path
 
@@ -90,7 +91,7 @@ def prepare_builds(file: Path | None, only: tuple[str, ...], force: bool) -> Non
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/serve"))
 def serve_build(name: str, file: Path | None, port: int | None, run_dir: Path) -> None:
     """Serve one build until Ctrl-C, printing its endpoint (for trying a build by hand)."""
-    from agent_eval.builds.launcher import serve
+    from agent_eval.builds.serving.launcher import serve
 
     build = load_builds(file).get(name)
     with serve(build, run_dir, port=port) as served:

@@ -15,8 +15,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agent_eval.agent.prompt import action_schema
-from agent_eval.builds.kinds import Serving
-from agent_eval.builds.launcher import serve
+from agent_eval.builds.engine_kinds import Serving
+from agent_eval.builds.serving.launcher import serve
 from agent_eval.builds.spec import Build
 from agent_eval.chat.endpoint import Endpoint
 from agent_eval.errors import RunStoreError
@@ -36,7 +36,8 @@ from agent_eval.fidelity.steps import SourceStep, StepsFrom, load_source_steps
 from agent_eval.rundir import FIDELITY_FILE, fidelity_serving_dir, probes_dir
 
 Say = Callable[[str], None]
-# Engines started to score given answers: llama.cpp's builds then run on the server that can (engines.py).
+# Engines started to score given answers: llama.cpp's builds then run on the server that can
+# (builds/serving/built_in_engines.py).
 TEACHER_FORCING = Serving(teacher_forcing=True)
 MOST_DISAGREEING = 15
 

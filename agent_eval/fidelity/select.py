@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from agent_eval.builds.prepare import missing_weights, read_prepared
+from agent_eval.builds.serving.weights import missing_weights, read_prepared
 from agent_eval.builds.spec import Build, BuildSet
 from agent_eval.errors import ConfigError
 from agent_eval.rundir.layout import MANIFEST_FILE
@@ -25,7 +25,7 @@ def probe_builds(
     builds: BuildSet, names: tuple[str, ...], reference: str, say: Callable[[str], None] = print
 ) -> list[Build]:
     """The builds to probe: those named (all by default) that can answer prompt_logprobs on this host."""
-    from agent_eval.builds.host import unavailable_reason
+    from agent_eval.builds.serving.host import unavailable_reason
 
     chosen = [builds.get(n) for n in names] if names else list(builds.builds)
     if reference not in {b.name for b in chosen}:

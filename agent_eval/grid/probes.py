@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 from typing import Literal
 
 from agent_eval.builds import Build
-from agent_eval.builds.kinds import keeps_draw_under_mask
+from agent_eval.builds.engine_kinds import keeps_draw_under_mask
 from agent_eval.errors import ConfigError
 from agent_eval.records import EpisodeRecord
 from agent_eval.runner.loop import Cell, FollowUp

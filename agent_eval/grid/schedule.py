@@ -15,7 +15,7 @@ from pathlib import Path
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import Policy
 from agent_eval.builds import Build, ServedBuild, Serving, serve
-from agent_eval.builds.host import port_is_free
+from agent_eval.builds.serving.host import port_is_free
 from agent_eval.chat.client import ChatClient, Usage, add_usage
 from agent_eval.chat.endpoint import Endpoint
 from agent_eval.device.backend import DeviceRequest, EpisodeDevice, device_backend

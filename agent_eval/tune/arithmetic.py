@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from agent_eval.builds.host import cpu_flags
+from agent_eval.builds.serving.host import cpu_flags
 
 Arithmetic = Literal["bf16", "float32"]
 ARITHMETIC_CHOICES = ("auto", "bf16", "float32")

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agent_eval.builds.adapter import sha256_file
+from agent_eval.builds.serving.weights import sha256_file
 from agent_eval.errors import ConfigError
 
 DATASET_FILE = "dataset.jsonl"

@@ -14,14 +14,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from agent_eval.builds.adapter import (
+from agent_eval.builds.preparing.adapter import (
     ADAPTER_FILE,
     MANIFEST_FILE,
     MAX_ADAPTER_BYTES,
     AdapterManifest,
-    sha256_file,
 )
-from agent_eval.builds.prepare import weights_hash
+from agent_eval.builds.serving.weights import sha256_file, weights_hash
 from agent_eval.errors import ConfigError
 from agent_eval.tune.dataset import DatasetSummary
 from agent_eval.tune.train import LORA_TARGETS, TrainConfig, TrainState

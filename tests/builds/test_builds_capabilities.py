@@ -11,11 +11,18 @@ import pytest
 
 from agent_eval.agent.agents import AGENTS, PromptAgent, register_agent
 from agent_eval.agent.prompt import action_schema, build_prompt
-from agent_eval.builds.engines import EndpointKind
-from agent_eval.builds.kinds import ENGINE_KINDS, register_engine_kind
-from agent_eval.builds.prepare import prepare
-from agent_eval.builds.recipes import RECIPE_KINDS, Plan, Recipe, Say, Step, Weights, register_recipe_kind
-from agent_eval.builds.spec import parse_builds
+from agent_eval.builds.engine_kinds import ENGINE_KINDS, register_engine_kind
+from agent_eval.builds.preparing.prepare_builds import prepare
+from agent_eval.builds.recipe_kinds import (
+    RECIPE_KINDS,
+    Plan,
+    Recipe,
+    Say,
+    Weights,
+    register_recipe_kind,
+)
+from agent_eval.builds.serving.built_in_engines import EndpointKind
+from agent_eval.builds.spec import Step, parse_builds
 from agent_eval.errors import BuildError, ConfigError
 from agent_eval.records import RungInfo
 
@@ -123,7 +130,7 @@ def test_an_engine_kind_that_does_not_state_its_capabilities_is_refused() -> Non
 
 def test_nothing_outside_the_kinds_compares_engine_names() -> None:
     package = Path(__file__).resolve().parents[2] / "agent_eval"
-    kinds = {package / "builds" / "engines.py", package / "builds" / "kinds.py"}
+    kinds = {package / "builds" / "serving" / "built_in_engines.py", package / "builds" / "engine_kinds.py"}
     found = []
     for path in package.rglob("*.py"):
         if path in kinds:

@@ -21,7 +21,7 @@ from _engines import SharedReference, prepared_default_builds, servable_vllm_sch
 
 from agent_eval.agent.prompt import action_schema
 from agent_eval.builds import ServedBuild, serve
-from agent_eval.builds.memory import tree_pids
+from agent_eval.builds.serving.memory import tree_pids
 from agent_eval.chat.client import ChatClient
 from agent_eval.chat.teacher import TeacherClient
 from agent_eval.errors import BuildError

@@ -22,7 +22,7 @@ from _cpu import HOSTS
 from _engines import guards_of, prepared_default_builds
 
 from agent_eval.builds import BuildSet, load_builds, prepare, serve, unavailable_reason
-from agent_eval.builds.host import real_cpu_flags
+from agent_eval.builds.serving.host import real_cpu_flags
 from agent_eval.builds.spec import parse_builds
 from agent_eval.errors import BuildError
 from agent_eval.records import EngineRecord

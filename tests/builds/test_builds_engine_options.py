@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from agent_eval.builds import load_builds
-from agent_eval.builds.engines import BUILT_IN
-from agent_eval.builds.kinds import EngineOptions, Serving, options_model
-from agent_eval.builds.launcher import pinned
-from agent_eval.builds.spec import Build, EngineArgs, Pinning, parse_builds
+from agent_eval.builds.engine_kinds import EngineOptions, Serving, options_model
+from agent_eval.builds.serving.built_in_engines import BUILT_IN, EngineArgs
+from agent_eval.builds.serving.launcher import pinned
+from agent_eval.builds.spec import Build, Pinning, parse_builds
 from agent_eval.errors import BuildError, ConfigError
 
 # The fields builds files could write before kinds had options of their own, with their defaults.

@@ -21,10 +21,10 @@ from _synthetic import SyntheticRun, write_synthetic_run
 from agent_eval.agent.parse import parse_action
 from agent_eval.agent.prompt import SYSTEM_PROMPT, action_schema
 from agent_eval.builds import BuildSet, load_builds, prepare
-from agent_eval.builds.gguf_file import read_gguf
-from agent_eval.builds.gguf_rungs import missing_tools
-from agent_eval.builds.launcher import serve
-from agent_eval.builds.prepare import read_prepared, verify
+from agent_eval.builds.preparing.gguf_recipe import missing_tools
+from agent_eval.builds.serving.gguf_file import read_gguf
+from agent_eval.builds.serving.launcher import serve
+from agent_eval.builds.serving.weights import read_prepared, verify
 from agent_eval.builds.spec import parse_builds, repo_root
 from agent_eval.chat.client import ChatClient
 from agent_eval.errors import BuildError

@@ -11,9 +11,9 @@ from _cpu import ENV as CPU_ENV
 from _cpu import HOSTS
 from click.testing import CliRunner
 
-from agent_eval.builds.engines import LlamaCpp
-from agent_eval.builds.gguf_file import read_gguf
-from agent_eval.builds.rungs import gguf_grid_bits
+from agent_eval.builds.ladder_rungs import gguf_grid_bits
+from agent_eval.builds.serving.built_in_engines import LlamaCpp
+from agent_eval.builds.serving.gguf_file import read_gguf
 from agent_eval.builds.spec import repo_root
 from agent_eval.cli import cli
 from agent_eval.errors import BuildError

@@ -3,31 +3,29 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agent_eval.builds import launcher
+from agent_eval.builds.serving import launcher
+from agent_eval.builds.serving import weights as served_weights
 from agent_eval.builds.spec import parse_builds
 from agent_eval.errors import BuildError
-
-prepare = importlib.import_module("agent_eval.builds.prepare")  # the module (the package exports a function)
 
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every weight file whose bytes are read for a hash."""
     seen: list[Path] = []
-    real = prepare.file_chunks
+    real = served_weights.file_chunks
 
     def counting(path: Path) -> Iterator[bytes]:
         seen.append(path)
         yield from real(path)
 
-    monkeypatch.setattr(prepare, "file_chunks", counting)
+    monkeypatch.setattr(served_weights, "file_chunks", counting)
     return seen
 
 
@@ -35,19 +33,19 @@ def test_weights_are_read_once_until_a_file_changes(tmp_path: Path, reads: list[
     weights = tmp_path / "model"
     weights.mkdir()
     (weights / "model.safetensors").write_bytes(b"first weights")
-    first = prepare.weights_hash(weights)
-    assert prepare.weights_hash(weights) == first and len(reads) == 1
+    first = served_weights.weights_hash(weights)
+    assert served_weights.weights_hash(weights) == first and len(reads) == 1
 
     (weights / "model.safetensors").write_bytes(b"other weights")  # same size: the mtime tells
     stat = (weights / "model.safetensors").stat()
     os.utime(weights / "model.safetensors", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
-    second = prepare.weights_hash(weights)
+    second = served_weights.weights_hash(weights)
     assert second != first and len(reads) == 2
 
     (weights / "model-2.safetensors").write_bytes(b"a second shard")  # a new file: hashed again, both read
-    third = prepare.weights_hash(weights)
+    third = served_weights.weights_hash(weights)
     assert third not in (first, second) and len(reads) == 4
-    assert prepare.weights_hash(weights) == third and len(reads) == 4
+    assert served_weights.weights_hash(weights) == third and len(reads) == 4
 
 
 def test_serving_with_the_runs_manifest_neither_checks_the_host_nor_hashes(

@@ -24,8 +24,8 @@ import torch
 from safetensors.torch import load_file
 
 from agent_eval.builds import BuildSet, ServedBuild, load_builds, prepare, serve, unavailable_reason
-from agent_eval.builds.prepare import verify
-from agent_eval.builds.prepare_ladder import calibration_set, check_group_size
+from agent_eval.builds.preparing.ladder_recipes import calibration_set, check_group_size
+from agent_eval.builds.serving.weights import verify
 from agent_eval.builds.spec import Build, parse_builds, repo_root
 from agent_eval.chat.client import ChatClient
 from agent_eval.errors import BuildError, ConfigError
@@ -397,7 +397,7 @@ def test_each_calibrated_recipe_kind_records_its_rung(name: str) -> None:
 
 
 def test_a_rung_label_says_what_the_rung_is_in_words() -> None:
-    from agent_eval.builds.rungs import rung_label
+    from agent_eval.builds.ladder_rungs import rung_label
 
     # The tuned reference is no integer grid ("intNone per-channel sym MERGE-ADAPTER" before).
     assert rung_label("merge-adapter", None, None, True, "own") == "tuned: base + merged LoRA adapter"

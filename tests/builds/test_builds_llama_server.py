@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from agent_eval.builds import Serving, load_builds
-from agent_eval.builds import llama_server as server_module
-from agent_eval.builds.engines import LLAMACPP_OVERRIDES
-from agent_eval.builds.launcher import serve
-from agent_eval.builds.prepare import verify
+from agent_eval.builds.serving import llama_server as server_module
+from agent_eval.builds.serving.built_in_engines import LLAMACPP_OVERRIDES
+from agent_eval.builds.serving.launcher import serve
+from agent_eval.builds.serving.weights import verify
 from agent_eval.builds.spec import Build, parse_builds
 from agent_eval.errors import BuildError
 
@@ -52,7 +52,7 @@ def test_one_phone_gets_one_slot_and_the_build_s_own_context() -> None:
 def test_teacher_forcing_runs_on_the_server_that_scores_given_answers() -> None:
     build = load_builds().get("gguf-q4_1")
     launch = build.kind.launch(build, Path("model.gguf"), 8123, Serving(slots=4, teacher_forcing=True))
-    assert "agent_eval.builds.llamacpp_server" in launch.command
+    assert "agent_eval.builds.serving.llamacpp_server" in launch.command
     assert launch.endpoint.scores_from_answer and launch.endpoint.json_object_schema
 
 

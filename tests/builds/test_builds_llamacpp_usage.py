@@ -1,4 +1,5 @@
-"""The usage chunk the llama.cpp engine process adds to a streamed chat answer (builds/llamacpp_usage.py)."""
+"""The usage chunk the llama.cpp engine process adds to a streamed chat answer
+(builds/serving/llamacpp_usage.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 import json
 from typing import Any
 
-from agent_eval.builds.llamacpp_usage import UsageChunk, wants_usage
+from agent_eval.builds.serving.llamacpp_usage import UsageChunk, wants_usage
 
 
 def _event(chunk: dict[str, Any]) -> bytes:

@@ -16,10 +16,11 @@ import yaml
 from _cpu import ENV as CPU_ENV
 from _cpu import HOSTS
 
-from agent_eval.builds import host
-from agent_eval.builds.launcher import GUARD, serve
-from agent_eval.builds.memory import MemorySampler, rss_anon_kib
-from agent_eval.builds.prepare import prepare, verify, weights_hash
+from agent_eval.builds.preparing.prepare_builds import prepare
+from agent_eval.builds.serving import host
+from agent_eval.builds.serving.launcher import GUARD, serve
+from agent_eval.builds.serving.memory import MemorySampler, rss_anon_kib
+from agent_eval.builds.serving.weights import verify, weights_hash
 from agent_eval.builds.spec import Pinning, load_builds, parse_builds
 from agent_eval.errors import BuildError, ConfigError
 

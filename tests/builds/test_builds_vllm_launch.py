@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent_eval.builds import load_builds
-from agent_eval.builds.engines import vllm_launch
+from agent_eval.builds.serving.built_in_engines import vllm_launch
 from agent_eval.builds.spec import Pinning
 
 

@@ -433,7 +433,7 @@ def test_a_run_build_missing_from_the_default_builds_file_is_refused(tmp_path: P
 
 
 def test_a_build_whose_weights_changed_since_the_run_is_said(tmp_path: Path) -> None:
-    from agent_eval.builds.prepare import PREPARED_FILE, Prepared
+    from agent_eval.builds.serving.weights import PREPARED_FILE, Prepared
     from agent_eval.fidelity.select import say_changed_weights
 
     builds = _builds_with_one_unprepared(tmp_path)

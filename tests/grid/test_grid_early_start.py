@@ -315,7 +315,7 @@ def test_a_real_server_process_started_early_and_not_needed_is_cancelled_and_lea
     import os
     import sys
 
-    from agent_eval.builds.engines import Launch
+    from agent_eval.builds.engine_kinds import Launch
     from agent_eval.chat.endpoint import Endpoint
 
     build = _builds().get("w8a8")

@@ -19,7 +19,7 @@ import yaml
 from _ability_agents import AbilityAgent, ability_builds_file, start_ability_agents
 from rich.console import Console
 
-from agent_eval.builds.kinds import engine_kind
+from agent_eval.builds.engine_kinds import engine_kind
 from agent_eval.errors import ConfigError
 from agent_eval.grid import load_grid, run_grid
 from agent_eval.records import EpisodeRecord

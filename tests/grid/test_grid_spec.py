@@ -9,7 +9,7 @@ import yaml
 from _cpu import ENV as CPU_ENV
 from _cpu import HOSTS
 
-from agent_eval.builds.kinds import engine_kind
+from agent_eval.builds.engine_kinds import engine_kind
 from agent_eval.errors import ConfigError, TaskError
 from agent_eval.grid import GridSpec, is_grid_file, load_grid, spec_from
 from agent_eval.grid.plan import resolve_builds, resolve_tasks

@@ -12,15 +12,14 @@ import torch
 from safetensors.torch import save_file
 
 from agent_eval.builds import prepare, spec
-from agent_eval.builds.adapter import (
+from agent_eval.builds.preparing.adapter import (
     ADAPTER_FILE,
     MANIFEST_FILE,
     MAX_ADAPTER_BYTES,
     merge_adapter,
     read_adapter,
-    sha256_file,
 )
-from agent_eval.builds.prepare import weights_hash
+from agent_eval.builds.serving.weights import sha256_file, weights_hash
 from agent_eval.builds.spec import (
     declare_prompt_extension,
     load_builds,

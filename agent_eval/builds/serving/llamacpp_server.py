@@ -2,9 +2,10 @@
 forcing needs (vLLM's `/tokenize` and `prompt_logprobs`), so fidelity probes a GGUF build as it probes vLLM's,
 and the usage chunk of streamed chat answers (`llamacpp_usage`).
 
-Run as `python -m agent_eval.builds.llamacpp_server` with llama_cpp.server's own arguments. Every other
-request goes to llama-cpp-python unchanged. Prompt log-probabilities are exact: one prefill of the prompt,
-then one batch over the answer whose logits are all kept (no `logits_all`: serving memory stays as it is).
+Run as `python -m agent_eval.builds.serving.llamacpp_server` with llama_cpp.server's own arguments. Every
+other request goes to llama-cpp-python unchanged. Prompt log-probabilities are exact: one prefill of the
+prompt, then one batch over the answer whose logits are all kept (no `logits_all`: serving memory stays as
+it is).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from agent_eval.builds.llamacpp_usage import UsageChunk, wants_usage
+from agent_eval.builds.serving.llamacpp_usage import UsageChunk, wants_usage
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -7,15 +7,14 @@ adapter on the same base always gives the same bytes (so the same weights hash).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent_eval.builds.serving.weights import sha256_file
 from agent_eval.errors import BuildError
 
 ADAPTER_FILE = "adapter_model.safetensors"
@@ -36,20 +35,6 @@ class AdapterManifest(BaseModel):
     target_modules: list[str]
     base_weights_hash: str = Field(description="weights hash of the checkpoint it was trained on")
     prompt_format: str = Field(description="the agent (prompt format) the model was tuned for")
-
-
-def file_chunks(path: Path) -> Iterator[bytes]:
-    """A file's bytes a MiB at a time, for hashing weights larger than memory."""
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            yield chunk
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    for chunk in file_chunks(path):
-        digest.update(chunk)
-    return digest.hexdigest()
 
 
 def read_adapter(adapter_dir: Path) -> AdapterManifest:

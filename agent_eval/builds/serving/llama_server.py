@@ -11,7 +11,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from agent_eval.builds.gguf_file import GgufInfo
+from agent_eval.builds.serving.gguf_file import GgufInfo
 from agent_eval.errors import BuildError
 
 SETUP_HINT = "run scripts/setup.sh (it builds llama.cpp once for this CPU)"

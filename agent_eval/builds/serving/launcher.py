@@ -20,10 +20,10 @@ from types import FrameType
 
 import httpx
 
-from agent_eval.builds import host
-from agent_eval.builds.kinds import ONE_AT_A_TIME, Launch, Serving
-from agent_eval.builds.memory import MemorySampler
-from agent_eval.builds.prepare import verify
+from agent_eval.builds.engine_kinds import ONE_AT_A_TIME, Launch, Serving
+from agent_eval.builds.serving import host
+from agent_eval.builds.serving.memory import MemorySampler
+from agent_eval.builds.serving.weights import verify
 from agent_eval.builds.spec import Build
 from agent_eval.chat.client import Usage
 from agent_eval.chat.endpoint import Endpoint

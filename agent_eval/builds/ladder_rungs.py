@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from agent_eval.builds.bandwidth import weight_bytes
-from agent_eval.builds.recipes import Recipe, Weights, recipe_kind
+from agent_eval.builds.recipe_kinds import Recipe, Weights, recipe_kind
 from agent_eval.records import RungInfo
 
 GRID_BITS = range(2, 9)

@@ -8,15 +8,47 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from agent_eval.builds import host
-from agent_eval.builds.kinds import EngineKind, Launch, Serving, register_engine_kind
-from agent_eval.builds.llama_server import missing_server, server_args
-from agent_eval.builds.spec import VLLM_REJECTS, VLLM_SCHEMES, Build, EngineArgs
+from pydantic import Field
+
+from agent_eval.builds.engine_kinds import EngineKind, EngineOptions, Launch, Serving, register_engine_kind
+from agent_eval.builds.serving import host
+from agent_eval.builds.serving.llama_server import missing_server, server_args
+from agent_eval.builds.spec import Build
 from agent_eval.chat.endpoint import Endpoint
 
-__all__ = ["BUILT_IN", "LLAMACPP_OVERRIDES", "EndpointKind", "Launch", "LlamaCpp", "VllmCpu"]
+__all__ = ["BUILT_IN", "LLAMACPP_OVERRIDES", "EndpointKind", "EngineArgs", "LlamaCpp", "VllmCpu"]
+
+VLLM_SCHEMES = {"fp32", "bf16", "fp16", "w8a8", "w4a16", "w4a8"}
+
+# Schemes the pinned engine refuses on any CPU: rejected when the file loads, not after a 60 s engine start.
+VLLM_REJECTS = {
+    "w8a16": "vLLM 0.32's CPU kernel (CPUWNA16) refuses int8 weight-only checkpoints "
+    "('Quant type (uint8b128) not supported'); use w8a8 or w4a16",
+}
+
+
+class EngineArgs(EngineOptions):
+    """The options of the built-in engine kinds (vllm-cpu, llama.cpp, endpoint): how the engine is started
+    for this build; every field is recorded in the build's manifest."""
+
+    max_model_len: int = Field(2048, gt=0, description="Longest prompt + answer the server accepts (tokens).")
+    kv_cache_space_gib: float = Field(
+        1.0, gt=0, description="vLLM CPU KV cache (VLLM_CPU_KVCACHE_SPACE), GiB."
+    )
+    dtype: Literal["bfloat16", "float16", "float32", "auto"] = "bfloat16"
+    quantization: str | None = Field(None, description="vLLM --quantization; None reads it from config.json.")
+    enforce_eager: bool = Field(True, description="Eager (True) or torch.compile'd (False); outputs differ.")
+    n_threads: int | None = Field(None, gt=0, description="llama.cpp threads; default: the pinned CPU count.")
+    n_ctx: int | None = Field(None, gt=0, description="llama.cpp context; default: max_model_len.")
+    logits_all: bool = Field(False, description="llama.cpp: keep logits for logprobs (costs memory).")
+    extra_args: list[str] = Field(default_factory=list, description="Passed to the server command verbatim.")
+
+    @property
+    def mode(self) -> str:
+        return "eager" if self.enforce_eager else "compiled"
+
 
 # Request fields llama.cpp's server needs on every request to sample like vLLM (docs/builds.md).
 LLAMACPP_OVERRIDES: tuple[tuple[str, object], ...] = (
@@ -140,7 +172,8 @@ def llamacpp_python_launch(build: Build, gguf: Path, port: int) -> Launch:
     command = [
         str(host.engine_python()),
         "-m",
-        "agent_eval.builds.llamacpp_server",  # llama_cpp.server plus the requests teacher forcing needs
+        # llama_cpp.server plus the requests teacher forcing needs
+        "agent_eval.builds.serving.llamacpp_server",
         "--model",
         str(gguf),
         "--model_alias",
@@ -226,7 +259,7 @@ class LlamaCpp:
     """A GGUF file on llama.cpp: llama-server for episodes, llama-cpp-python's server for teacher forcing.
 
     llama-server has no prompt log-probabilities (its completions refuse `echo`), so fidelity's requests go to
-    the llama-cpp-python server (builds/llamacpp_server.py), built from the same llama.cpp source.
+    the llama-cpp-python server (builds/serving/llamacpp_server.py), built from the same llama.cpp source.
     """
 
     name = "llama.cpp"
@@ -296,6 +329,6 @@ class EndpointKind:
         return None if form == "json_schema" else f"structured output {form}"
 
 
-BUILT_IN: tuple[EngineKind, ...] = (VllmCpu(), LlamaCpp(), EndpointKind())
+BUILT_IN: tuple[EngineKind[Build], ...] = (VllmCpu(), LlamaCpp(), EndpointKind())
 for _kind in BUILT_IN:
     register_engine_kind(_kind)

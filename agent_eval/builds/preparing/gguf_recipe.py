@@ -17,12 +17,12 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from agent_eval.builds.adapter import sha256_file
-from agent_eval.builds.gguf_file import read_gguf
-from agent_eval.builds.prepare_ladder import calibration_set
-from agent_eval.builds.recipes import Plan, Recipe, Say, Step, Weights
-from agent_eval.builds.rungs import gguf_grid_bits, gguf_rung
-from agent_eval.builds.spec import Build
+from agent_eval.builds.ladder_rungs import gguf_grid_bits, gguf_rung
+from agent_eval.builds.preparing.ladder_recipes import calibration_set
+from agent_eval.builds.recipe_kinds import Plan, Recipe, Say, Weights
+from agent_eval.builds.serving.gguf_file import read_gguf
+from agent_eval.builds.serving.weights import sha256_file
+from agent_eval.builds.spec import Build, Step
 from agent_eval.errors import BuildError
 from agent_eval.records import RungInfo
 

@@ -15,10 +15,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field, model_validator
 
-from agent_eval.builds.quant_env import run_quant_tools
-from agent_eval.builds.recipes import Plan, Recipe, Say, Step, Weights
-from agent_eval.builds.rungs import CALIBRATED, check_ladder_recipe, effective_bits, grid_rung
-from agent_eval.builds.spec import Build, models_dir, repo_root, sends_the_prompts_of
+from agent_eval.builds.ladder_rungs import CALIBRATED, check_ladder_recipe, effective_bits, grid_rung
+from agent_eval.builds.preparing.quant_env import run_quant_tools
+from agent_eval.builds.recipe_kinds import Plan, Recipe, Say, Weights
+from agent_eval.builds.spec import Build, Step, models_dir, repo_root, sends_the_prompts_of
 from agent_eval.errors import BuildError
 from agent_eval.records import RungInfo
 
@@ -169,7 +169,7 @@ def calibration_set(build: Build) -> tuple[list[list[dict[str, Any]]], str]:
         raise BuildError(f"build {build.name!r}: prepare.calibration {path}: unreadable ({e})") from None
     played_by = build.agent or "default"
     # Prompts the build's agent sends: its own, or those of an agent it extends (it sends them byte for
-    # byte, with lines of its own in some steps), as a tuned adapter may be served (recipe_kinds.py).
+    # byte, with lines of its own in some steps), as a tuned adapter may be served (built_in_recipes.py).
     if alien := sorted(f for f in formats if not sends_the_prompts_of(played_by, f)):
         raise BuildError(
             f"build {build.name!r}: prepare.calibration {recipe.calibration!r} holds prompts of the "

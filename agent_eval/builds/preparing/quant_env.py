@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent_eval.builds import host
+from agent_eval.builds.serving import host
 from agent_eval.errors import BuildError
 
 
