@@ -21,7 +21,9 @@ from typing import Any
 
 import adbutils
 
+from agent_eval.builds.serving.host import real_cpu_flags
 from agent_eval.device.adb_backend import free_phone_port
+from agent_eval.rundir.run_manifest import host_info
 from virtual_phone import start_fleet
 
 REPO = Path(__file__).resolve().parent.parent
@@ -86,13 +88,9 @@ def table(client: str, outcomes: list[Outcome]) -> str:
 
 
 def cpu_kind() -> dict[str, str]:
-    """The CPU's model and whether it has AVX-512 (0 avx512f lines in /proc/cpuinfo: AVX2-only)."""
-    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next(
-        (line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), ""
-    )
-    avx512 = sum("avx512f" in line for line in info.splitlines() if line.startswith("flags"))
-    return {"model": model, "kind": "AVX-512" if avx512 else "AVX2-only"}
+    """The CPU's model and whether it has AVX-512 (AVX2-only when it lacks avx512f)."""
+    kind = "AVX-512" if "avx512f" in real_cpu_flags() else "AVX2-only"
+    return {"model": str(host_info()["cpu_model"]), "kind": kind}
 
 
 def measure(python: Path, base_port: int, adb_port: int, run_dir: Path) -> dict[str, list[Outcome]]:

@@ -232,7 +232,7 @@ def test_every_phone_module_is_in_a_room_of_the_table() -> None:
     homeless, rooms = [], set()
     for path in sorted(PHONE.rglob("*.py")):
         where = path.relative_to(PHONE)
-        room = where.stem if len(where.parts) == 1 else where.parts[0]
+        room = _room(_module(path))
         rooms.add(room)
         if len(where.parts) == 1 and room not in PHONE_TOP_LEVEL:
             homeless.append(f"virtual_phone/{where}: a module at the top; move it into the room of its layer")
