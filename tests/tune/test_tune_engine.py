@@ -71,8 +71,14 @@ def test_a_tiny_tune_merges_and_serves(tmp_path: Path) -> None:
     assert read_adapter(shipped).adapter_sha256 == manifest.adapter_sha256
     merge_adapter(base, shipped, tmp_path / "merged")
     assert weights_hash(base) == base_hash  # the base is never touched
+    # one short chat: bf16-base's AVX-512 requirement is about the main job's long prompts, not this
     tuned = base_build.model_copy(
-        update={"name": "tiny-tune", "model_path": str(tmp_path / "merged"), "prepare": None}
+        update={
+            "name": "tiny-tune",
+            "model_path": str(tmp_path / "merged"),
+            "prepare": None,
+            "requires_cpu_flags": [],
+        }
     )
     with serve(tuned, tmp_path / "engine") as served, ChatClient(served.endpoint) as client:
         result = client.chat(examples[1].messages, seed=0)
