@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from agent_eval.builds import Build
+from agent_eval.builds import Build, Serving
 from agent_eval.chat.client import Usage, add_usage
 from agent_eval.chat.endpoint import Endpoint
 from agent_eval.cluster.connect import check_engines, check_phones, connect, disconnect, nodes
@@ -50,8 +50,10 @@ class Cluster:
             total = add_usage(total, seat.usage(endpoint))
         return total
 
-    def engines(self, run_dir: Path, manifests: Sequence[BuildManifest], say: Say) -> ClusterEngines:
-        return ClusterEngines(run_dir, {m.name: m for m in manifests}, self.usage_of, say)
+    def engines(
+        self, run_dir: Path, manifests: Sequence[BuildManifest], say: Say, serving: Serving
+    ) -> ClusterEngines:
+        return ClusterEngines(run_dir, {m.name: m for m in manifests}, self.usage_of, say, serving)
 
     def close(self) -> None:
         disconnect()

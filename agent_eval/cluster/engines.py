@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_eval.agent.policy import Policy
-from agent_eval.builds import Build, ServedBuild, serve
+from agent_eval.builds import Build, ServedBuild, Serving, serve
+from agent_eval.builds.engine_kinds import ONE_AT_A_TIME
 from agent_eval.builds.serving.launcher import MAX_RESTARTS
 from agent_eval.chat.client import Usage, add_usage
 from agent_eval.chat.endpoint import Endpoint
@@ -33,10 +34,12 @@ START_TIMEOUT_S = 900.0
 
 
 class EngineHost:
-    """The body of an engine actor: serves one build on this node until stopped."""
+    """The body of an engine actor: serves one build on this node until stopped, for `serving` (as many slots
+    as the grid has phones, as a local grid starts it)."""
 
-    def __init__(self, build: Build) -> None:
+    def __init__(self, build: Build, serving: Serving = ONE_AT_A_TIME) -> None:
         self.build = build
+        self.serving = serving
         self.scratch = Path(tempfile.mkdtemp(prefix=f"agent-eval-engine-{build.name}-"))
         self.stack = contextlib.ExitStack()
         self.served: ServedBuild | None = None
@@ -46,7 +49,7 @@ class EngineHost:
         ray = ray_module()
         ip = ray.util.get_node_ip_address()
         os.environ["AGENT_EVAL_ENGINE_HOST"] = ip  # phones on other nodes must reach it
-        self.served = self.stack.enter_context(serve(self.build, self.scratch))
+        self.served = self.stack.enter_context(serve(self.build, self.scratch, serving=self.serving))
         return self.served.endpoint, f"{ip}/{ray.get_runtime_context().get_node_id()[:8]}"
 
     def alive(self) -> bool:
@@ -91,10 +94,19 @@ class _Live:
 
 
 class ClusterEngines:
-    """Like grid.schedule.Engines, with engines as actors; `usage_of` sums an endpoint's use by the phones."""
+    """Like grid.schedule.Engines, with engines as actors; `usage_of` sums an endpoint's use by the phones;
+    every engine is started for `serving` (its slots: the grid's phones)."""
 
-    def __init__(self, run_dir: Path, manifests: dict[str, Any], usage_of: UsageOf, say: Say) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        manifests: dict[str, Any],
+        usage_of: UsageOf,
+        say: Say,
+        serving: Serving = ONE_AT_A_TIME,
+    ) -> None:
         self.run_dir, self.manifests, self.usage_of, self.say = run_dir, manifests, usage_of, say
+        self.started_for = serving
         self.live: dict[str, _Live] = {}
 
     def endpoints(self) -> dict[str, Endpoint]:
@@ -103,7 +115,8 @@ class ClusterEngines:
 
     def _start_actor(self, build: Build) -> tuple[Any, Endpoint, str]:
         ray = ray_module()
-        actor = ray.remote(max_restarts=0)(EngineHost).options(**engine_options(build)).remote(build)
+        host = ray.remote(max_restarts=0)(EngineHost).options(**engine_options(build))
+        actor = host.remote(build, self.started_for)
         try:
             endpoint, ip = ray.get(actor.start.remote(), timeout=START_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:

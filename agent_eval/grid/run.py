@@ -19,7 +19,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from agent_eval.builds import Build, BuildSet, prepare
+from agent_eval.builds import Build, BuildSet, Serving, prepare
 from agent_eval.builds.bandwidth import measure_once
 from agent_eval.device.backend import EpisodeDevice
 from agent_eval.errors import BuildError, ConfigError, InfraError, RunStoreError
@@ -424,8 +424,13 @@ def _session(
             f"({', '.join(builds.names)}; reference {builds.reference}) × {spec.seeds} seed(s), "
             f"{spec.serving}, {spec.device_count} device(s)"
         )
+        serving = Serving(
+            slots=len(devices) if devices is not None else spec.device_count,  # a slot per phone
+            # Its probes go to the engines the episodes use: they must score given answers.
+            teacher_forcing=spec.fidelity is not False,
+        )
         engines = (
-            cluster.engines(run_dir, manifests, console.print)
+            cluster.engines(run_dir, manifests, console.print, serving)
             if cluster
             else Engines(
                 run_dir,
@@ -433,9 +438,7 @@ def _session(
                 console.print,
                 manifests=manifests,
                 early=spec.early_engine_start,
-                slots=len(devices) if devices is not None else spec.device_count,
-                # Its probes go to the engines the episodes use: they must score given answers.
-                teacher_forcing=spec.fidelity is not False,
+                serving=serving,
             )
         )
         with GridProgress(console, builds.names, bars=bars) as progress:

@@ -15,6 +15,7 @@ from pathlib import Path
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import Policy
 from agent_eval.builds import Build, ServedBuild, Serving, serve
+from agent_eval.builds.engine_kinds import ONE_AT_A_TIME
 from agent_eval.builds.serving.host import port_is_free
 from agent_eval.chat.client import ChatClient, Usage, add_usage
 from agent_eval.chat.endpoint import Endpoint
@@ -76,8 +77,8 @@ class Engines:
     the next phase's top-up reuses it instead of starting it again (~40-70 s on 2 cores). With `early`,
     `start_early(build)` starts the next block's engine while the current block's last cells play, when
     memory leaves room (grid/prestart.py); `serving()` takes it over. `close()` stops what is left.
-    `slots`: requests each engine is started to answer at once (the grid's phones); `teacher_forcing`: the
-    engines must also score given answers (a grid with fidelity probes them).
+    `serving`: what each engine is started for: its slots, requests answered at once (the grid's phones),
+    and whether it must also score given answers (a grid with fidelity probes them).
     """
 
     def __init__(
@@ -91,8 +92,7 @@ class Engines:
         manifests: Sequence[BuildManifest] = (),
         early: bool = False,
         available: Callable[[], float] = available_gib,
-        slots: int = 1,
-        teacher_forcing: bool = False,
+        serving: Serving = ONE_AT_A_TIME,
     ) -> None:
         self.run_dir = run_dir
         self.base_port = base_port
@@ -101,7 +101,7 @@ class Engines:
         self.reserve_gib = reserve_gib
         self.early = early
         self.available = available  # MemAvailable in GiB (a fake in tests)
-        self.started_for = Serving(slots=slots, teacher_forcing=teacher_forcing)
+        self.started_for = serving
         # Made once per run (host checked, weights hashed); each serving reuses them.
         self.manifests = {m.name: m for m in manifests}
         self.usage: dict[str, Usage] = {}

@@ -7,7 +7,8 @@ real cluster is in test_cluster_engine.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 pytest.importorskip("ray")
 from ray import exceptions as ray_exceptions
 
-from agent_eval.builds import Build
+from agent_eval.builds import Build, Serving
 from agent_eval.chat.client import Usage
 from agent_eval.chat.endpoint import Endpoint
 from agent_eval.cluster import engines as cluster_engines
@@ -104,3 +105,42 @@ def test_an_engine_whose_node_is_gone_gets_a_new_actor(engines: ClusterEngines) 
     assert live.endpoint.base_url == "http://10.0.0.2:8100/v1"
     assert live.usage.requests == 3  # what the phones sent to the old engine still counts
     assert any("is gone; starting a new one" in line for line in engines.said)  # type: ignore[attr-defined]
+
+
+def test_an_engine_actor_is_started_with_a_slot_per_phone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The actor gets the grid's Serving and hands it to serve(), as a local grid does (llama-server then
+    answers every phone at once instead of one request at a time)."""
+    handed: list[Any] = []
+
+    class FakeRemote:
+        def options(self, **options: Any) -> FakeRemote:
+            return self
+
+        def remote(self, build: Build, serving: Serving) -> Any:
+            host = cluster_engines.EngineHost(build, serving)
+            return SimpleNamespace(start=Method(host.start))
+
+    @contextlib.contextmanager
+    def fake_serve(build: Build, run_dir: Path, **kwargs: Any) -> Iterator[Any]:
+        handed.append(kwargs["serving"])
+        yield SimpleNamespace(endpoint=Endpoint(base_url="http://10.0.0.1:8100/v1", model=build.name))
+
+    fake_ray = SimpleNamespace(
+        get=lambda call, timeout=None: call(),
+        exceptions=ray_exceptions,
+        kill=lambda actor: None,
+        remote=lambda **options: lambda cls: FakeRemote(),
+        util=SimpleNamespace(get_node_ip_address=lambda: "10.0.0.1"),
+        get_runtime_context=lambda: SimpleNamespace(get_node_id=lambda: "abcdef0123456789"),
+    )
+    monkeypatch.setattr(cluster_engines, "ray_module", lambda: fake_ray)
+    monkeypatch.setattr(cluster_engines, "serve", fake_serve)
+    monkeypatch.setenv("AGENT_EVAL_ENGINE_HOST", "127.0.0.1")  # the actor sets it; the test puts it back
+    four = Serving(slots=4, teacher_forcing=True)
+    made = ClusterEngines(tmp_path, {}, lambda endpoint: Usage(), lambda line: None, four)
+    build = Build(name="gguf-q4_k_m", scheme="gguf-q4_k_m", engine="llama.cpp", model_path="x.gguf")
+    _actor, endpoint, node = made._start_actor(build)
+    assert handed == [four] and endpoint.model == "gguf-q4_k_m" and node == "10.0.0.1/abcdef01"
+    assert ClusterEngines(tmp_path, {}, lambda endpoint: Usage(), lambda line: None).started_for.slots == 1
