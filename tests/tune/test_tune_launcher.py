@@ -10,7 +10,7 @@ import pytest
 from agent_eval.errors import ConfigError
 from agent_eval.tune.expert import other_apps
 from agent_eval.tune.launcher import launcher_labels, phone_apps_dir
-from virtual_phone.apps import load_catalog
+from virtual_phone.schema.app_schema import load_catalog
 
 
 def test_the_labels_are_the_home_screen_s_icons_in_its_order() -> None:
