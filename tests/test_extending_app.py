@@ -93,9 +93,13 @@ def test_the_tests_that_read_apps_from_disk_take_the_new_app_as_it_is(tree: Path
         "tasks = tune_tasks(Path('tasks'))\n"
         "home = load_catalog().home\n"
         "print(families(training_tasks(tasks))['pantry'], held_out_goals(tasks)['pantry_add_held_out'][0])\n"
-        "print([i.label for i in home.screens[home.launch_screen].icons][-1])\n",
+        "print([i.label for i in home.screens[home.launch_screen].icons][-1])\n"
+        "from agent_eval.tune.expert import other_apps\n"
+        "print('Pantry' in other_apps())\n",  # the demonstrator's detours open it too
     )  # fmt: skip
-    assert seen.stdout.splitlines() == ["1 Write down in Pantry that I have 2 Flour.", "Pantry"], seen.stderr
+    assert seen.stdout.splitlines() == [
+        "1 Write down in Pantry that I have 2 Flour.", "Pantry", "True"
+    ], seen.stderr  # fmt: skip
 
 
 def test_the_screen_previews_as_the_doc_shows(tree: Path) -> None:

@@ -20,8 +20,9 @@ from agent_eval.device.gestures import is_text_field
 from agent_eval.screen.observation import Observation
 from agent_eval.task import TaskInstance, goal_holds
 from agent_eval.task.schema import OracleStep
+from agent_eval.tune.families import SETTINGS
+from agent_eval.tune.launcher import launcher_labels
 
-OTHER_APPS = ("Clock", "Files", "Calendar", "Phone", "Messages", "Chrome", "Camera", "Contacts", "Markor")
 MAX_BACKS = 3
 DETOUR_KINDS: tuple[str, ...] = ("tap", "tap", "scroll", "back", "app")  # drawn with equal chance each
 SHADE_DETOUR = "shade"  # pull the quick-settings shade down (opt-in: `tune collect --shade-detours`)
@@ -193,13 +194,18 @@ class Expert:
         if kind == "scroll" and any(e.scrollable for e in obs.elements):
             return Action(type=ActionType.SCROLL, direction="down")
         if kind == "app":
-            return Action(type=ActionType.OPEN_APP, app=self.rng.choice(OTHER_APPS))
+            return Action(type=ActionType.OPEN_APP, app=self.rng.choice(other_apps()))
         if kind == SHADE_DETOUR:
             return Action(type=ActionType.SWIPE, direction="down")
         if "back" not in self.detour_kinds:  # a page that must not be left: stay on it
             shade = SHADE_DETOUR in self.detour_kinds
             return Action(type=ActionType.SWIPE if shade else ActionType.SCROLL, direction="down")
         return Action(type=ActionType.KEY, key="back")
+
+
+def other_apps() -> tuple[str, ...]:
+    """The apps a detour may open: every app of the phone's home screen but Settings, where most tasks are."""
+    return tuple(label for label in launcher_labels() if label.casefold() != SETTINGS)
 
 
 _ENDINGS = frozenset({ActionType.DONE, ActionType.ANSWER})

@@ -140,7 +140,7 @@ def _values(goals: GoalFile, template: Template, chosen: dict[str, tuple[int, ..
             values[f"{name}.{field}"] = joined
         values[f"{name}.count"] = str(len(records))
     for name, count in template.counts.items():
-        values[name] = str(_count(goals, template, count, chosen))
+        values[name] = str(_count(goals, template, count, chosen, values))
     for name, compare in template.compares.items():
         records = [goals.pools[template.draws[v].pool][chosen[v][0]] for v in compare.draws]
         ranked = sorted(records, key=lambda r: float(str(r[compare.by])), reverse=compare.pick == "max")
@@ -148,10 +148,18 @@ def _values(goals: GoalFile, template: Template, chosen: dict[str, tuple[int, ..
     return values
 
 
-def _count(goals: GoalFile, template: Template, count: Count, chosen: dict[str, tuple[int, ...]]) -> int:
+def _count(
+    goals: GoalFile,
+    template: Template,
+    count: Count,
+    chosen: dict[str, tuple[int, ...]],
+    values: dict[str, FieldValue],
+) -> int:
+    """How many records match: `where`'s values filled from the drawn records first."""
     records: list[Record] = [r for pool in count.pools for r in goals.pools[pool]]
     records += [goals.pools[template.draws[v].pool][k] for v in count.draws for k in chosen[v]]
-    return sum(all(str(r.get(f)) == want for f, want in count.where.items()) for r in records)
+    where = {f: _text(fill(want, values)) for f, want in count.where.items()}
+    return sum(all(str(r.get(f)) == want for f, want in where.items()) for r in records)
 
 
 def fill(data: Any, values: dict[str, FieldValue]) -> Any:
@@ -252,13 +260,16 @@ def enumerate_goals(families: Sequence[Family]) -> Iterator[GoalInstance]:
                     yield instance(family, template, chosen, wording)
 
 
-def sample(families: Sequence[Family], seed: int, count: int, split: Split = "train") -> list[GoalInstance]:
-    """`count` distinct instances of `split`, templates taken in turn, each one's (draw, wording) pairs in an
-    order `seed` shuffles, misspelled wordings at `TYPO_SHARE` (more once a template's plain ones run out):
-    the same seed gives the same tasks. Fewer when the templates cannot make that many."""
-    rng = random.Random(seed)
-    slots = []
+Slot = tuple[Family, Template, list[list[tuple[dict[str, tuple[int, ...]], Wording]]]]
+
+
+def _slots(families: Sequence[Family], split: Split, rng: random.Random) -> list[Slot]:
+    """Each template's (draw, wording) queues of `split`, plain and misspelled, in an order `rng` shuffles;
+    the families' templates interleaved (the first of each family, then the second of each, ...), so that a
+    small sample holds every family."""
+    per_family: list[list[Slot]] = []
     for family in families:
+        slots: list[Slot] = []
         for template in family.goals.templates:
             words = [w for w in wordings(template) if split_of(family.goals.held_out, template, w) == split]
             draws = _draw_options(family.goals, template)
@@ -267,6 +278,17 @@ def sample(families: Sequence[Family], seed: int, count: int, split: Split = "tr
                 rng.shuffle(queue)
             if queues[0] or queues[1]:
                 slots.append((family, template, queues))
+        per_family.append(slots)
+    return [slot for row in itertools.zip_longest(*per_family) for slot in row if slot is not None]
+
+
+def sample(families: Sequence[Family], seed: int, count: int, split: Split = "train") -> list[GoalInstance]:
+    """`count` distinct instances of `split`, templates taken in turn (the families' interleaved), each one's
+    (draw, wording) pairs in an order `seed` shuffles, misspelled wordings at `TYPO_SHARE` (more once a
+    template's plain ones run out): the same seed gives the same tasks. Fewer when the templates cannot make
+    that many."""
+    rng = random.Random(seed)
+    slots = _slots(families, split, rng)
     out: dict[str, GoalInstance] = {}
     turn = 0
     while slots and len(out) < count:

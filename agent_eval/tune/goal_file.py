@@ -45,7 +45,7 @@ class Draw(StrictModel):
 
 class Count(StrictModel):
     """A number the data decides: the records of `pools` (as the phone starts) and of `draws` (seeded) that
-    match `where`."""
+    match `where`, whose values may name a drawn record's field (`{day: "{d.day}"}`: on the drawn day)."""
 
     pools: list[str] = Field(default_factory=list)
     draws: list[str] = Field(default_factory=list)
@@ -172,6 +172,11 @@ def _check_names(goals: GoalFile, index: int, template: Template) -> list[str]:
         (f"wordings.{style}[{k}]", w) for style, ws in template.wordings.items() for k, w in enumerate(ws)
     ]
     texts += _texts(template.task, "task")
+    texts += [
+        (f"counts.{name}.where", want)
+        for name, count in template.counts.items()
+        for want in count.where.values()
+    ]
     texts += [
         (f"excluded[{k}]", "{" + key + "}") for k, entry in enumerate(template.excluded) for key in entry
     ]

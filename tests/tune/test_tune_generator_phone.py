@@ -14,12 +14,23 @@ from pathlib import Path
 import pytest
 from _phones import start_phone
 
-from agent_eval.tune.generator import load_families
+from agent_eval.tune.generator import load_families, split_of, wordings
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT_EVAL = [str(Path(sys.executable).parent / "agent-eval")]
-TRAIN_TEMPLATES = 14  # goals/*.yaml: templates with training instances; a sample takes them in turn
-HELD_OUT_TEMPLATES = 19  # every template has held-out instances (held-out styles at least)
+
+
+def templates_of(split: str) -> int:
+    """goals/*.yaml: the templates with instances of `split` (a sample of that many takes each once)."""
+    return sum(
+        any(split_of(f.goals.held_out, t, w) == split for w in wordings(t))
+        for f in load_families(ROOT / "goals")
+        for t in f.goals.templates
+    )
+
+
+TRAIN_TEMPLATES = templates_of("train")
+HELD_OUT_TEMPLATES = templates_of("held_out")
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +58,8 @@ def test_a_seed_s_generated_goals_pass_validate_and_are_the_same_again(serial: s
     assert write(tmp_path / "again", 7, TRAIN_TEMPLATES, "train") == train
     tasks = [name for name in [*train, *held] if name.endswith(".yaml")]
     templates = {name.split(".")[0] for name in tasks}
-    assert len(tasks) == TRAIN_TEMPLATES + HELD_OUT_TEMPLATES and len(templates) == HELD_OUT_TEMPLATES
+    every = sum(len(f.goals.templates) for f in load_families(ROOT / "goals"))
+    assert len(tasks) == TRAIN_TEMPLATES + HELD_OUT_TEMPLATES and len(templates) == every
     assert all("split: held_out" in text for name, text in held.items() if name.endswith(".yaml"))
     done = agent_eval("validate", str(tmp_path / "train"), str(tmp_path / "held"), "--device", serial)
     assert "all tasks valid" in done.stdout
