@@ -19,6 +19,8 @@ SDCARD = "/storage/emulated/0"
 # Android names of shared storage: /sdcard → /storage/self/primary → /storage/emulated/0 on Android 14.
 SDCARD_ALIASES = ("/sdcard", "/storage/self/primary", "/mnt/sdcard")
 WRITABLE_ROOTS = (SDCARD, "/data/local/tmp")
+# Where dumpstate leaves bug reports (the Shell app's files, the shell user's); /bugreports points here.
+BUGREPORTS = "/data/user_de/0/com.android.shell/files/bugreports"
 # Folders a fresh emulator has; files may be pushed into them.
 DEFAULT_DIRS = (
     "/data/local/tmp",
@@ -38,6 +40,8 @@ def android_path(path: str) -> str:
     for alias in SDCARD_ALIASES:
         if p == alias or p.startswith(alias + "/"):
             return SDCARD + p[len(alias) :]
+    if p == "/bugreports" or p.startswith("/bugreports/"):
+        return BUGREPORTS + p[len("/bugreports") :]
     return p
 
 
@@ -65,6 +69,7 @@ class PhoneTree:
         self._symlink("/storage/self/primary", SDCARD)
         self._symlink("/sdcard", "/storage/self/primary")
         self._symlink("/data/user/0", "/data/data")
+        self._symlink("/bugreports", BUGREPORTS)
         for d in (SDCARD, *DEFAULT_DIRS):
             (self.root / d.lstrip("/")).chmod(0o771)
             os.utime(self.root / d.lstrip("/"), ns=(BOOT_MTIME_NS, BOOT_MTIME_NS))
