@@ -91,7 +91,7 @@ def make_report(sh: Caller, progress: list[str]) -> tuple[str, bytes]:
     when = _now(sh)
     base = f"bugreport-{PROPS['ro.product.name']}-{PROPS['ro.build.id']}-{when:%Y-%m-%d-%H-%M-%S}"
     data = bytes_io.BytesIO()
-    stamp = when.timetuple()[:6]
+    stamp = (when.year, when.month, when.day, when.hour, when.minute, when.second)
     with zipfile.ZipFile(data, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in (
             (f"{base}.txt", report_text(sh, when, progress)),
