@@ -224,6 +224,7 @@ def _logcat(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
         return 0
     seen = logs.last_seq()
     backlog = logs.entries(request.chosen())
+    seen = max([seen, *(e.seq for e in backlog)])  # what is written meanwhile is not printed twice
     if request.tail is not None:
         backlog = [e for e in backlog if request.wants(e)][-request.tail :] if request.tail else []
     printer = Printer(sh, request)
