@@ -201,6 +201,7 @@ def test_bugreportz_version_progress_and_the_zip(phone: Phone) -> None:
         "========================================================\n== dumpstate: 2026-01-01 12:00:00\n"
     )
     assert "in-the-report" in text and "DUMP OF SERVICE CRITICAL window:" in text
+    assert run(phone, f"rm /bugreports/{name} && ls /bugreports/") == ("", "", 0)  # as Mobly cleans up
     assert run(phone, "bugreport")[1].startswith(
         "=" * 77 + "\nWARNING: Flat (text file, non-zipped) bugreports"
     )

@@ -69,7 +69,6 @@ class PhoneTree:
         self._symlink("/storage/self/primary", SDCARD)
         self._symlink("/sdcard", "/storage/self/primary")
         self._symlink("/data/user/0", "/data/data")
-        self._symlink("/bugreports", BUGREPORTS)
         for d in (SDCARD, *DEFAULT_DIRS):
             (self.root / d.lstrip("/")).chmod(0o771)
             os.utime(self.root / d.lstrip("/"), ns=(BOOT_MTIME_NS, BOOT_MTIME_NS))
