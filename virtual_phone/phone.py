@@ -25,6 +25,7 @@ from virtual_phone.screens.shade import TILES, panel_rect, toggle
 from virtual_phone.shell.keys import KEY_CHARS, KEYCODES
 from virtual_phone.shell.package_manager import system_packages
 from virtual_phone.state.appdata import AppStore
+from virtual_phone.state.log_buffer import BUFFERS, LogBuffer
 from virtual_phone.state.owners import Users
 from virtual_phone.state.phone_clock import DEFAULT_ZONE, PHONE_EPOCH_MS, Clock
 from virtual_phone.state.phone_state import Dialog, Frame, PhoneState
@@ -78,12 +79,13 @@ class Phone:
         self.tree = PhoneTree()  # the phone's files on the host; removed with the phone
         self.users = Users([*system_packages(), *self.catalog.apps])  # uids, and who owns new files
         self._write_default_files()
-        self.storage = Storage(self.tree, self.lock, self.changed, self.users)
+        self.clock = Clock()  # the phone's time and zone (a snapshot holds them)
+        self.storage = Storage(self.tree, self.lock, self.changed, self.users, self.clock.now_ms)
         self._userland: Userland | None = None
         self._finalizer = weakref.finalize(self, _end, self.tree, [None])
         self.root = False  # adbd runs as root (`adb root`); not part of snapshots, as adbd is not
         # Every app's records; the same object for the phone's lifetime (a snapshot load restores in place).
-        self.clock = Clock()  # the phone's time and zone (a snapshot holds them)
+        self.logs = LogBuffer(self.clock)  # logd's buffers: what `log` writes and `logcat` reads
         self.data = AppStore(self.catalog.data_specs(), self.lock, self.changed, self.tree.host, self.clock)
         # What the screens of records read and write.
         self.reads = DataContext(self.data.find, self.storage, self.clock)
@@ -585,6 +587,7 @@ class Phone:
             home = self.catalog.home
             self.state.tasks = {home.package: [Frame(home.launch_screen)]}
             self._close_transient()
+            self.logs.clear(BUFFERS)  # logd starts afresh
             self.changed()
 
     # ---- snapshots -----------------------------------------------------------------------------------

@@ -133,7 +133,7 @@ def test_pm_clear_deletes_an_apps_data_as_android_does(phone: Phone) -> None:
     assert run(phone, "pm clear com.android.providers.calendar") == ("Success\n", 0)
     calendar = phone.data.db("com.google.android.calendar")
     assert (calendar.count("Events"), calendar.count("Calendars")) == (0, 1)
-    assert run(phone, "pm clear com.example.nothere") == ("Failed\n", 0)
+    assert run(phone, "pm clear com.example.nothere") == ("Failed\n", 1)  # on stderr (runClear)
 
 
 def test_default_files_exist_in_their_folders(phone: Phone) -> None:

@@ -62,7 +62,7 @@ CASES = [
         0,
         f"{AM}: runAmStart (START_CLASS_NOT_FOUND), Intent.toShortString",
     ),
-    ("pm clear com.example.nothere", "Failed\n", "", 0, f"{PM}: runClear, the observer's false"),
+    ("pm clear com.example.nothere", "", "Failed\n", 1, f"{PM}: runClear, the observer's false: stderr, 1"),
     ("pm path com.example.nothere", "", "", 1, f"{PM}: runPath, no package: nothing, 1"),
     (
         "content query --uri content://com.android.contacts/contacts --projection display_name --where _id=1",

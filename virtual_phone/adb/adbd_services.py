@@ -6,6 +6,7 @@ Commands run on worker threads so that one slow command never blocks the other s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import posixpath
 import struct
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 
 from virtual_phone.adb.interactive_shell import interactive, v2_packet
-from virtual_phone.adb.transport import Service, Stream
+from virtual_phone.adb.transport import Service, Stream, StreamClosed
 from virtual_phone.phone import Phone
 from virtual_phone.shell.command_line import Shell, program_names
 from virtual_phone.shell.commands import command_table
@@ -74,11 +75,20 @@ class Services:
         self.on_drop()
 
     async def _run(
-        self, stream: Stream, line: str, one_stream: bool, v2: bool = False
+        self,
+        stream: Stream,
+        line: str,
+        one_stream: bool,
+        v2: bool = False,
+        pty: bool = False,
+        raw_stdin: bool = False,
     ) -> tuple[Output, int] | None:
         """Runs one command line with the phone's faults; None if the transport was dropped instead. If the
         client closes the stream first (a timeout, ^C), the command and what it started are killed. Over
-        shell v2 the client's stdin packets are the command's stdin (`echo SQL | adb shell sqlite3 DB`)."""
+        shell v2 the client's stdin packets are the command's stdin (`echo SQL | adb shell sqlite3 DB`),
+        over exec: the stream's bytes are (`adb install` streams the APK to `cmd package install -S N`).
+        What a program started in the sandbox writes goes to the client as it comes; the Output returned
+        holds what a program run in the phone's process wrote."""
         faults = self.phone.faults
         if faults.should_drop(line):
             self.on_drop()
@@ -88,11 +98,18 @@ class Services:
             await asyncio.sleep(delay)
         loop = asyncio.get_running_loop()
         runs: list[Run] = []
-        stdin_r, stdin_w = os.pipe() if v2 else (None, None)
+        stdin_r, stdin_w = os.pipe() if v2 or raw_stdin else (None, None)
+        relay = _relay_raw if raw_stdin else _relay_stdin
+        queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue()
+        forwarder = asyncio.ensure_future(_forward(stream, queue, v2, pty))
+
+        def sink(fd: int, data: bytes) -> None:  # on the worker thread
+            loop.call_soon_threadsafe(queue.put_nowait, (fd, data))
+
         shell = Shell(self.phone)
-        work = loop.run_in_executor(self.executor, shell.run, line, one_stream, runs.append, stdin_r)
+        work = loop.run_in_executor(self.executor, shell.run, line, one_stream, runs.append, stdin_r, sink)
         watcher: asyncio.Future[object] = asyncio.ensure_future(
-            _until_closed(stream) if stdin_w is None else _relay_stdin(stream, stdin_w, self.executor)
+            _until_closed(stream) if stdin_w is None else relay(stream, stdin_w, self.executor)
         )
         waiting: list[asyncio.Future[object]] = [work, watcher]  # type: ignore[list-item]
         done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
@@ -100,10 +117,13 @@ class Services:
             for run in runs:
                 run.kill()
         watcher.cancel()
-        return await work
+        result = await work
+        queue.put_nowait(None)  # after every chunk the sink queued (they were scheduled before the result)
+        await forwarder
+        return result
 
     async def _exec(self, stream: Stream, cmd: str) -> None:
-        result = await self._run(stream, cmd, one_stream=True)
+        result = await self._run(stream, cmd, one_stream=True, raw_stdin=True)
         if result is None:
             return
         out, _ = result
@@ -114,19 +134,14 @@ class Services:
         if not cmd:
             await interactive(self.phone, self.executor, stream, v2, pty)
             return
-        result = await self._run(stream, cmd, one_stream=not v2, v2=v2)
+        result = await self._run(stream, cmd, one_stream=not v2, v2=v2, pty=pty)
         if result is None:
             return
         out, rc = result
-        if pty:
-            # A terminal has one output stream and turns \n into \r\n.
-            out = Output([(1, d.replace(b"\n", b"\r\n")) for _, d in out.chunks])
+        frames = [_frame(fd, d, v2, pty) for fd, d in out.chunks if d]
         if v2:
-            packets = [v2_packet(fd, d) for fd, d in out.chunks if d]
-            packets.append(v2_packet(3, bytes([rc & 0xFF])))
-            await stream.write(b"".join(packets))
-        else:
-            await stream.write(b"".join(d for _, d in out.chunks))
+            frames.append(v2_packet(3, bytes([rc & 0xFF])))
+        await stream.write(b"".join(frames))
 
     async def _sync(self, stream: Stream, _service: str) -> None:
         reader = _Reader(stream)
@@ -191,6 +206,7 @@ class Services:
         """SEND "path,mode": DATA chunks until DONE, then OKAY or FAIL. False: the sync session ends."""
         path = arg.rsplit(",", 1)[0]
         buf = bytearray()
+        mtime = None
         while True:
             h = await reader.exactly(8)
             n = struct.unpack("<I", h[4:])[0]
@@ -200,6 +216,7 @@ class Services:
                     return False
                 buf += await reader.exactly(n)
             elif h[:4] == b"DONE":
+                mtime = n or None  # DONE carries the file's mtime, which adbd gives the pushed file
                 break
             else:
                 await stream.write(_fail(f"invalid data message {h[:4]!r}"))
@@ -210,7 +227,7 @@ class Services:
                 db.restore(bytes(buf))  # a pushed .db file replaces the app's database, as on a device
             else:
                 self.phone.storage.make_dirs(posixpath.dirname(path))
-                self.phone.storage.write(path, bytes(buf))
+                self.phone.storage.write(path, bytes(buf), mtime_s=mtime)
         except (PhoneError, DataError) as e:
             await stream.write(_fail(f"couldn't create file: {e}"))
             return True
@@ -252,6 +269,40 @@ async def _relay_stdin(stream: Stream, fd: int, executor: Executor) -> None:
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+async def _relay_raw(stream: Stream, fd: int, executor: Executor) -> None:
+    """Writes what the client sends on an exec: stream to `fd` as it is (closed when the stream closes);
+    returns when the client closes the stream."""
+    loop = asyncio.get_running_loop()
+    try:
+        while (chunk := await stream.read()) is not None:
+            if fd >= 0:
+                try:
+                    await loop.run_in_executor(executor, _write_all, fd, chunk)
+                except OSError:  # the command is gone or closed its stdin
+                    os.close(fd)
+                    fd = -1
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _frame(fd: int, data: bytes, v2: bool, pty: bool) -> bytes:
+    """Output as the client gets it: a v2 packet, a terminal's \r\n lines, or the bytes alone."""
+    if pty:
+        data = data.replace(b"\n", b"\r\n")  # a terminal has one output stream and turns \n into \r\n
+    return v2_packet(1 if pty else fd, data) if v2 else data
+
+
+async def _forward(
+    stream: Stream, queue: asyncio.Queue[tuple[int, bytes] | None], v2: bool, pty: bool
+) -> None:
+    """Sends the queued output to the client in order, until None; after the client went, it is dropped."""
+    while (item := await queue.get()) is not None:
+        if not stream.closed:
+            with contextlib.suppress(StreamClosed):
+                await stream.write(_frame(*item, v2, pty))
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -227,6 +227,9 @@ def _am(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
         return 0
     if sub == "task":
         return _task(sh, rest, io)
+    if sub == "get-current-user":  # the phone has one user, the system user 0
+        io.out("0\n")
+        return 0
     io.err(f"Unknown command: {sub}\n")
     return 255
 

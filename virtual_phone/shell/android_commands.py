@@ -12,6 +12,7 @@ from PIL import Image
 
 from virtual_phone.schema.app_schema import SETTINGS_NAMESPACES
 from virtual_phone.shell.keys import KEYCODES
+from virtual_phone.shell.package_manager import pm
 from virtual_phone.shell.program import Caller, Output, command_table, exception
 from virtual_phone.state.storage import PhoneError
 
@@ -287,6 +288,8 @@ def _cmd(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
         )
         return 20
     svc, rest = args[0], args[1:]
+    if svc == "package":  # /system/bin/pm is `cmd package "$@"`
+        return pm(sh, rest, stdin, io)
     if svc == "wifi":
         if rest[:1] == ["status"]:
             on = phone.get_setting("global", "wifi_on") not in (None, "0")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import array
 import contextlib
 import os
+import select
 import socket
 import struct
 import threading
@@ -73,9 +74,11 @@ class Binder:
                 if name == "su":
                     conn.send(str(self._su((cwd, args), fds, conn.fileno())).encode())
                     return
-                uid = _peer_uid(conn) if self._peer_uid else int(said_uid) if said_uid.isdigit() else None
+                pid, peer_uid = _peer(conn)
+                uid = peer_uid if self._peer_uid else int(said_uid) if said_uid.isdigit() else None
                 caller = self._caller(cwd, uid)
-                caller.stdin_fd = fds[0]
+                caller.stdin_fd, caller.stdout_fd, caller.pid = fds[0], fds[1], _sandbox_pid(pid)
+                caller.gone = lambda: _hung_up(conn)
                 rc = self.run(caller, name, args, fds[1], fds[2])
                 conn.send(str(rc).encode())
             except (OSError, ValueError):
@@ -109,9 +112,29 @@ class Binder:
             t.join(timeout=2)
 
 
-def _peer_uid(conn: socket.socket) -> int:
+def _peer(conn: socket.socket) -> tuple[int, int]:
+    """The calling program's (host pid, uid)."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return int(struct.unpack("3i", creds)[1])
+    pid, uid, _ = struct.unpack("3i", creds)
+    return int(pid), int(uid)
+
+
+def _sandbox_pid(host_pid: int) -> int:
+    """The pid a process has inside the sandbox's pid namespace (the last of /proc/PID/status's NSpid)."""
+    try:
+        with open(f"/proc/{host_pid}/status") as status:
+            for line in status:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return host_pid
+
+
+def _hung_up(conn: socket.socket) -> bool:
+    """Whether the calling program has ended: it sends nothing after its request, so a readable
+    connection is its end (or an error)."""
+    return bool(select.select([conn], [], [], 0)[0])
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from virtual_phone.phone import Phone
 
 SH = "/system/bin/sh"
+# Programs that run as processes even when named alone: what they record (log: its pid) or how long they
+# run (a streaming logcat, until its client goes) needs the process.
+AS_PROCESSES = frozenset({"log", "logcat"})
+Sink = Callable[[int, bytes], None]  # (1 stdout | 2 stderr, data) as the program writes it
 # Words the shell passes on unchanged (no quotes, expansions, globs, operators, assignments, comments).
 _PLAIN = re.compile(r"[ \t]*[A-Za-z0-9_./:,@%+-]+([ \t]+[A-Za-z0-9_./:=,@%+-]+)*[ \t]*")
 
@@ -34,24 +38,28 @@ class Shell:
         one_stream: bool = False,
         started: Callable[[Run], None] = lambda _run: None,
         stdin_fd: int | None = None,
+        sink: Sink | None = None,
     ) -> tuple[Output, int]:
         """Runs a command line to its end; returns everything written and the exit code. `one_stream`:
         stdout and stderr are one pipe (as adbd gives legacy shells and exec:), so their order is exact.
-        `stdin_fd` (closed here once handed on; default /dev/null) is the command's stdin."""
+        `stdin_fd` (closed here once handed on; default /dev/null) is the command's stdin. `sink`, if
+        given, gets what the program writes as it comes (a streaming logcat), which Output then lacks."""
         userland = self.phone.userland()
         words = line.split()
-        if _PLAIN.fullmatch(line) and words[0] in userland.binder.commands:
+        if _PLAIN.fullmatch(line) and words[0] in userland.binder.commands and words[0] not in AS_PROCESSES:
             # A plain word list naming one of the phone's programs: mksh would only look the program up in
             # /system/bin and exec it, and the program would only hand its fds to the phone. The phone runs
             # it directly, saving two processes (a few ms on a loaded host) on every observation's screencap.
             out = Output()
-            caller = Caller(self.phone, root=self.phone.root)
-            rc = userland.binder.commands[words[0]](caller, words[1:], b"", out)
-            if stdin_fd is not None:
-                os.close(stdin_fd)
+            caller = Caller(self.phone, root=self.phone.root, stdin_fd=stdin_fd, uid=adbd_uid(self.phone))
+            try:
+                rc = userland.binder.commands[words[0]](caller, words[1:], b"", out)
+            finally:
+                if stdin_fd is not None:
+                    os.close(stdin_fd)
             self.phone.shell_ran()
             return out, rc
-        return self.run_program([SH, "-c", line], one_stream, started, stdin_fd)
+        return self.run_program([SH, "-c", line], one_stream, started, stdin_fd, sink)
 
     def run_program(
         self,
@@ -59,6 +67,7 @@ class Shell:
         one_stream: bool = False,
         started: Callable[[Run], None] = lambda _run: None,
         stdin_fd: int | None = None,
+        sink: Sink | None = None,
     ) -> tuple[Output, int]:
         """Runs a program in the sandbox to its end; `started` gets it first (to kill it from elsewhere)."""
         sandbox = self.phone.userland().sandbox
@@ -74,7 +83,7 @@ class Shell:
         out = Output()
         streams = {out_r: 1} if one_stream else {out_r: 1, err_r: 2}
         try:
-            _collect(out, streams, diagnostics=1 if one_stream else 2)
+            _collect(out, streams, diagnostics=1 if one_stream else 2, sink=sink)
         finally:
             for fd in streams:
                 os.close(fd)
@@ -94,9 +103,9 @@ def adbd_uid(phone: Phone) -> int:
 _DEBIAN_PREFIX = re.compile(rb"(?m)^[EW]: (?=(?:/system/bin/)?sh: |su: )")
 
 
-def _collect(out: Output, streams: dict[int, int], diagnostics: int = 2) -> None:
+def _collect(out: Output, streams: dict[int, int], diagnostics: int = 2, sink: Sink | None = None) -> None:
     """Reads the fds (→ 1 or 2) until each ends, keeping the order in which their data arrived; the
-    stream `diagnostics` carries the shell's messages."""
+    stream `diagnostics` carries the shell's messages. With a `sink`, data goes there as it arrives."""
     with selectors.DefaultSelector() as sel:
         for fd, which in streams.items():
             sel.register(fd, selectors.EVENT_READ, which)
@@ -106,7 +115,9 @@ def _collect(out: Output, streams: dict[int, int], diagnostics: int = 2) -> None
                 data = os.read(key.fd, 65536)
                 if key.data == diagnostics:
                     data = _DEBIAN_PREFIX.sub(b"", data)
-                if data and out.chunks and out.chunks[-1][0] == key.data:
+                if data and sink is not None:
+                    sink(key.data, data)
+                elif data and out.chunks and out.chunks[-1][0] == key.data:
                     # toybox writes a line in pieces: one chunk per run of one stream reads as the device's
                     out.chunks[-1] = (key.data, out.chunks[-1][1] + data)
                 elif data:

@@ -6,8 +6,10 @@ from __future__ import annotations
 from virtual_phone.shell import (
     activity_manager,
     android_commands,
+    bugreport,
     content_command,
     dumpsys,
+    logcat,
     package_manager,
     service_command,
     system_commands,
@@ -19,9 +21,11 @@ MODULES = (
     activity_manager,
     package_manager,
     dumpsys,
+    logcat,
     system_commands,
     service_command,
     content_command,
+    bugreport,
 )
 
 

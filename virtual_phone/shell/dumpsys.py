@@ -2,14 +2,27 @@
 
 window (WindowManagerService), activity (ActivityManagerService: activities, top, and one package's
 TASK / ACTIVITY lines with its View Hierarchy), display, input (InputManagerService / InputReader),
-input_method, battery, power, wifi; `-l` lists services, `-t`/`-T` (timeouts) are accepted and ignored.
+input_method, battery, power, wifi; the other services are listed and dump nothing. Options, priorities and
+batches (every service, one priority, all but some) as dumpsys.cpp has them: dumpsys_options.py.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 import zlib
+from zoneinfo import ZoneInfo
 
+from virtual_phone.shell.dumpsys_options import (
+    PRIORITIES,
+    DumpRequest,
+    DumpsysUsage,
+    batch_args,
+    parse,
+    services_of,
+)
 from virtual_phone.shell.program import Caller, Output, command_table, object_hash
+from virtual_phone.state.phone_clock import known_zone
 from virtual_phone.views.view_tree import View
 
 SERVICES = [
@@ -29,6 +42,7 @@ SERVICES = [
     "clipboard",
     "connectivity",
     "content",
+    "cpuinfo",
     "device_policy",
     "display",
     "dropbox",
@@ -58,6 +72,7 @@ SERVICES = [
     "wifi",
     "window",
 ]
+HEADER_RULE = "-" * 79 + "\n"  # Dumpsys::writeDumpHeader's rule above each service of a batch
 CONFIG = (
     "{{1.0 310mcc260mnc [en_US] ldltr sw411dp w411dp h914dp 420dpi nrml long port finger -keyb/v/h "
     "-nav/h winConfig={{ mBounds=Rect(0, 0 - {w}, {h}) }}}}"
@@ -243,27 +258,14 @@ FIXED = {
 }
 
 
-def _options(args: list[str]) -> tuple[bool, list[str]]:
-    """Strips dumpsys's own options (`-t N`, `-T N`, `--pri P`); returns (`-l` given, the rest)."""
-    listing, rest, it = False, list[str](), iter(args)
-    for a in it:
-        if a in ("-t", "-T", "--pri"):
-            next(it, None)
-        elif a == "-l":
-            listing = True
-        elif a in ("--skip", "--proto", "--dump") or (rest == [] and a.startswith("-") and a != "-"):
-            continue
-        else:
-            rest.append(a)
-    return listing, rest
+SYSTEM_SERVER_PID = 542  # the pid `dumpsys --pid` gives for the services system_server hosts
+BINDER_THREADS = 31  # system_server's binder thread pool (`--thread`): the main thread and 30 more
 
 
-def _dumpsys(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
-    listing, args = _options(args)
-    if listing:
-        io.out("Currently running services:\n" + "".join(f"  {s}\n" for s in SERVICES))
-        return 0
-    svc, rest = (args[0], args[1:]) if args else ("", [])
+def _dump_one(sh: Caller, svc: str, args: list[str], io: Output) -> None:
+    """One service's own dump; the arguments a batch adds (`-a`, `--dump-priority P`, `--proto`) are
+    taken as the services here take them: they change nothing they print."""
+    rest = [a for a in args if a not in ("-a", "--proto") and a not in PRIORITIES and a != "--dump-priority"]
     if svc == "window":
         _window(sh, io)
     elif svc == "activity":
@@ -279,13 +281,57 @@ def _dumpsys(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     elif svc == "wifi":
         on = sh.phone.get_setting("global", "wifi_on") not in (None, "0")
         io.out(f"Wi-Fi is {'enabled' if on else 'disabled'}\n")
-    elif not svc:
+    # The other services are listed and answer, with nothing to say: their state is not modelled.
+
+
+def _dump(sh: Caller, svc: str, request: DumpRequest, args: list[str], io: Output) -> None:
+    """What dumpsys writes for one service: its pid or thread use first when asked, then its dump."""
+    if "pid" in request.kinds:
+        io.out(("" if request.kinds == {"pid"} else "Service host process PID: ") + f"{SYSTEM_SERVER_PID}\n")
+    if "thread" in request.kinds:
+        io.out(f"Threads in use: 1/{BINDER_THREADS}\n")
+    if "dump" in request.kinds:
+        _dump_one(sh, svc, args, io)
+
+
+def _footer(sh: Caller, svc: str, seconds: float) -> str:
+    """Dumpsys::writeDumpFooter: how long the dump took and when it ended, on the phone's clock."""
+    zone = ZoneInfo(sh.phone.clock.zone) if known_zone(sh.phone.clock.zone) else dt.UTC
+    ended = dt.datetime.fromtimestamp(sh.phone.clock.now_ms() / 1000, tz=zone)
+    return (
+        f"--------- {seconds:.3f}s was the duration of dumpsys {svc}, ending at: {ended:%Y-%m-%d %H:%M:%S}\n"
+    )
+
+
+def _dumpsys(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
+    try:
+        request = parse(args)
+    except DumpsysUsage as refused:
+        io.err(refused.message)
+        return refused.exit_code
+    names = [request.service] if request.service else services_of(SERVICES, request)
+    args = request.service_args if request.service else batch_args(request) + request.service_args
+    if len(names) > 1 or request.listing:
+        skipped = set(request.words) if request.skip else set()
         io.out(
-            "Currently running services:\n  activity\n  battery\n  display\n  input_method\n  power\n"
-            "  window\n  wifi\n"
+            "Currently running services:\n"
+            + "".join(f"  {s}{' (skipped)' if s in skipped else ''}\n" for s in names if s in SERVICES)
         )
-    else:
-        io.err(f"Can't find service: {svc}\n")
+    if request.listing:
+        return 0
+    for svc in names:
+        if request.skip and svc in request.words:
+            continue
+        if svc not in SERVICES:
+            io.err(f"Can't find service: {svc}\n")
+            continue
+        level = f"{request.priority} " if request.priority in ("CRITICAL", "HIGH") else ""
+        if len(names) > 1:
+            io.out(f"{HEADER_RULE}DUMP OF SERVICE {level}{svc}:\n")
+        started = time.perf_counter()
+        _dump(sh, svc, request, args, io)
+        if len(names) > 1:
+            io.out(_footer(sh, svc, time.perf_counter() - started))
     return 0
 
 

@@ -1,5 +1,6 @@
-"""`pm` on the virtual phone: packages of an Android 14 emulator image (data/packages.yaml plus the apps),
-features, paths, a minimal dump, runtime-permission grants. Literals follow PackageManagerShellCommand.
+"""`pm` on the virtual phone: packages of an Android 14 emulator image (data/packages.yaml plus the apps, plus
+what `pm install` added: package_install.py), features, libraries, paths, a minimal dump, runtime-permission
+grants, `pm clear`. Literals follow PackageManagerShellCommand.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from virtual_phone.shell.package_install import install, uninstall
 from virtual_phone.shell.program import Caller, Output, command_table, exception, object_hash
 
 PACKAGES_FILE = Path(__file__).parent.parent / "data" / "packages.yaml"
@@ -70,6 +72,27 @@ FEATURES = (
     "android.software.voice_recognizers",
     "android.software.webview",
 )
+# `pm list libraries`: shared libraries an Android 14 google_apis emulator declares, a subset: the platform's
+# (AOSP frameworks/base/data/etc/platform.xml and the mainline modules' permission files), Google's Maps
+# library; the image's vendor and native ones are left out.
+LIBRARIES = (
+    "android.ext.shared",
+    "android.hidl.base-V1.0-java",
+    "android.hidl.manager-V1.0-java",
+    "android.net.ipsec.ike",
+    "android.test.base",
+    "android.test.mock",
+    "android.test.runner",
+    "androidx.window.extensions",
+    "androidx.window.sidecar",
+    "com.android.future.usb.accessory",
+    "com.android.location.provider",
+    "com.android.media.remotedisplay",
+    "com.android.mediadrm.signer",
+    "com.google.android.maps",
+    "javax.obex",
+    "org.apache.http.legacy",
+)
 # Runtime and development permissions `pm grant` changes; other known ones are install-time only.
 GRANTABLE = frozenset(
     "android.permission." + p
@@ -122,20 +145,29 @@ def system_packages() -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()}
 
 
-def packages(sh: Caller) -> dict[str, str]:
+def image_packages(sh: Caller) -> dict[str, str]:
+    """Package → APK path of what the image holds: its system packages and the phone's apps."""
     paths = dict(system_packages())
     for pkg in sh.phone.catalog.apps:
         paths.setdefault(pkg, f"/product/app/{pkg}/{pkg}.apk")
     return paths
 
 
+def packages(sh: Caller) -> dict[str, str]:
+    """Every package: the image's and those `pm install` added."""
+    with sh.phone.lock:
+        return image_packages(sh) | sh.phone.state.installed
+
+
 def _list_packages(sh: Caller, args: list[str], io: Output) -> int:
-    """`pm list packages [-f] [-3|-s] [FILTER]`: `package:NAME` (or `package:PATH=NAME`) per line."""
+    """`pm list packages [-f] [-3|-s] [FILTER]`: `package:NAME` (or `package:PATH=NAME`) per line; -3 the
+    installed (third-party) ones only, -s the image's only."""
     flt = next((a for a in args if not a.startswith("-")), "")
-    if "-3" in args:  # an emulator image has no third-party packages until the user installs some
-        return 0
+    with sh.phone.lock:
+        installed = dict(sh.phone.state.installed)
+    chosen = installed if "-3" in args else image_packages(sh) if "-s" in args else packages(sh)
     show_path = "-f" in args
-    for pkg, path in sorted(packages(sh).items()):
+    for pkg, path in sorted(chosen.items()):
         if flt in pkg:
             io.out(f"package:{path + '=' if show_path else ''}{pkg}\n")
     return 0
@@ -147,6 +179,9 @@ def _list(sh: Caller, args: list[str], io: Output) -> int:
         return _list_packages(sh, args[1:], io)
     if what == "features":
         io.out("".join(f"feature:{f}\n" for f in FEATURES))
+        return 0
+    if what == "libraries":  # runListLibraries: sorted, one `library:NAME` a line
+        io.out("".join(f"library:{name}\n" for name in sorted(LIBRARIES)))
         return 0
     io.err(f"Error: unknown list type '{what}'\n")
     return 255
@@ -216,13 +251,29 @@ def _grant(sh: Caller, verb: str, args: list[str], io: Output) -> int:
 
 
 def _clear(sh: Caller, args: list[str], io: Output) -> int:
-    """`pm clear [--user N] PKG`: stops the app and deletes its data (its database; shared files stay)."""
-    while args[:1] == ["--user"]:
-        args = args[2:]
-    pkg = args[0] if args else ""
+    """`pm clear [--user N] PKG`: stops the app and deletes its data (its database; shared files stay).
+
+    As PackageManagerShellCommand.runClear reads its arguments: one option at most, of which only `--user`
+    means anything (with its value); another (`-f USER`, as android_env sends it) is skipped alone, so the
+    word after it is taken for the package, which then is not installed: `Failed`, as on a device."""
+    rest = list(args)
+    if rest and rest[0].startswith("-"):
+        option = rest.pop(0)
+        if option == "--user" and rest:
+            rest.pop(0)
+        elif option == "--user":
+            return exception(
+                io, "clear", "java.lang.IllegalArgumentException", 'Argument expected after "--user"'
+            )
+        elif len(option) > 2 and option[1] != "-":
+            rest.insert(0, option[2:])  # `-fX`: X is the option's value, read as the next argument
+    if not rest:
+        io.err("Error: no package specified\n")
+        return 1
+    pkg = rest[0]
     if pkg not in packages(sh):
-        io.out("Failed\n")  # the clear observer reports false for a package that is not installed
-        return 0
+        io.err("Failed\n")  # the clear observer reports false for a package that is not installed
+        return 1
     sh.phone.force_stop(pkg)
     sh.phone.data.clear(pkg)
     sh.phone.prerender_soon()
@@ -230,7 +281,8 @@ def _clear(sh: Caller, args: list[str], io: Output) -> int:
     return 0
 
 
-def _pm(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
+def pm(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
+    """`pm ARGS`, which is `cmd package ARGS` on Android."""
     sub, rest = (args[0], args[1:]) if args else ("", [])
     if sub == "list":
         return _list(sh, rest, io)
@@ -240,10 +292,14 @@ def _pm(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
         return _dump(sh, rest, io)
     if sub in ("grant", "revoke"):
         return _grant(sh, sub, rest, io)
-    if sub == "clear" and rest:
+    if sub == "clear":
         return _clear(sh, rest, io)
+    if sub == "install":
+        return install(sh, rest, io, image_packages(sh))
+    if sub == "uninstall":
+        return uninstall(sh, rest, io)
     io.err(f"Unknown command: {sub}\n")
     return 255
 
 
-COMMANDS = command_table(_pm)
+COMMANDS = command_table(pm)

@@ -37,20 +37,44 @@ class Output:
 
 @dataclass
 class Caller:
-    """Who runs a command: on which phone, as root or not, from which folder."""
+    """Who runs a command: on which phone, as root or not, from which folder, from which process."""
 
     phone: Phone
     root: bool = False
     cwd: str = "/"
     stdin_fd: int | None = None  # the program's stdin, for the few that read it (`sqlite3 DB` without SQL)
 
-    def read_stdin(self) -> bytes:
+    # The program's process in the sandbox (pid as the sandbox sees it; 0: run in the phone's process) and
+    # its stdout, for a program that writes as it goes until its process ends (a streaming logcat).
+    pid: int = 0
+    uid: int = 2000
+    stdout_fd: int | None = None
+    gone: Callable[[], bool] = lambda: False  # the program's process has ended (its caller killed it)
+
+    def read_stdin(self, size: int | None = None) -> bytes:
+        """The program's stdin to its end, or its first `size` bytes (fewer if it ends first)."""
         if self.stdin_fd is None:
             return b""
-        chunks = []
-        while chunk := os.read(self.stdin_fd, 65536):
+        chunks, got = [], 0
+        while size is None or got < size:
+            chunk = os.read(self.stdin_fd, 65536 if size is None else min(65536, size - got))
+            if not chunk:
+                break
             chunks.append(chunk)
+            got += len(chunk)
         return b"".join(chunks)
+
+    def write_now(self, data: bytes) -> bool:
+        """Writes to the program's stdout at once; False if there is none, or its reader went away."""
+        if self.stdout_fd is None:
+            return False
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self.stdout_fd, view) :]
+        except OSError:  # EPIPE: the reader went away
+            return False
+        return True
 
 
 Command = Callable[[Caller, list[str], bytes, Output], int]  # (caller, args, stdin, output) -> exit code

@@ -28,6 +28,7 @@ import threading
 from pathlib import Path
 
 from virtual_phone.errors import PhoneStartError
+from virtual_phone.state.tree import BUGREPORTS
 
 # Where the shell looks for programs, as on an Android 14 emulator (`echo $PATH`).
 PATH = (
@@ -166,6 +167,7 @@ class Sandbox:
             "--ro-bind", str(root / "system"), "/system",
             "--symlink", "/storage/self/primary", "/sdcard",
             "--symlink", "/system/etc", "/etc",
+            "--symlink", BUGREPORTS, "/bugreports",
             "--proc", "/proc",
             *(proc if users else []),
             "--dev", "/dev",

@@ -1,4 +1,4 @@
-"""Android's system-service commands on the virtual phone: wm, getprop and the quiet ones (log, setprop...).
+"""Android's system-service commands on the virtual phone: wm, getprop, and setprop, ime, sync (quiet).
 
 Outputs follow an API 34 emulator; activity names come from the apps' data.
 """
@@ -110,4 +110,4 @@ def _quiet(sh: Caller, args: list[str], stdin: bytes, io: Output) -> int:
     return 0
 
 
-COMMANDS = command_table(_wm, _getprop, log=_quiet, logcat=_quiet, setprop=_quiet, ime=_quiet, sync=_quiet)
+COMMANDS = command_table(_wm, _getprop, setprop=_quiet, ime=_quiet, sync=_quiet)

@@ -36,7 +36,10 @@ class Userland:
 
         def caller(cwd: str, uid: int | None) -> Caller:
             # None: the program runs as adbd's user (root after `adb root`).
-            return Caller(phone, root=phone.root if uid is None else uid == 0, cwd=cwd)
+            adbd = 0 if phone.root else 2000
+            return Caller(
+                phone, root=phone.root if uid is None else uid == 0, cwd=cwd, uid=adbd if uid is None else uid
+            )
 
         self.binder = Binder(
             self._socket_dir,

@@ -68,6 +68,7 @@ class PhoneState:
     task_ids: dict[str, int] = field(default_factory=dict)  # stable task id per package
     locked_task: int | None = None  # `am task lock N`
     grants: set[str] = field(default_factory=set)  # "PACKAGE PERMISSION" granted with `pm grant`
+    installed: dict[str, str] = field(default_factory=dict)  # package → its APK's path, by `pm install`
 
     @classmethod
     def fresh(cls, catalog: Catalog, size: tuple[int, int] = (1080, 2400)) -> PhoneState:
@@ -131,6 +132,7 @@ class PhoneState:
             "task_ids": dict(self.task_ids),
             "locked_task": self.locked_task,
             "grants": sorted(self.grants),
+            "installed": dict(self.installed),
         }
 
     @classmethod
@@ -151,6 +153,7 @@ class PhoneState:
             task_ids=dict(data.get("task_ids", {})),
             locked_task=data.get("locked_task"),
             grants=set(data.get("grants", [])),
+            installed=dict(data.get("installed", {})),
         )
 
 

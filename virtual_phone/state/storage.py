@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from virtual_phone.state.owners import Users, can_own
-from virtual_phone.state.tree import SDCARD, WRITABLE_ROOTS, PhoneTree, android_path
+from virtual_phone.state.tree import BUGREPORTS, SDCARD, WRITABLE_ROOTS, PhoneTree, android_path
 
 # Files right in these folders are no app's records (the Files app lists the folders of /sdcard): tools write
 # their UI dumps there at every observation, which must not re-render the screen.
@@ -41,8 +41,12 @@ class Storage:
         lock: threading.RLock,
         on_change: Callable[[], None] | None = None,
         users: Users | None = None,
+        now_ms: Callable[[], int] | None = None,
     ) -> None:
         self.tree = tree
+        # The phone's clock: what the phone writes (a screenshot, a UI dump, an app's file) carries its
+        # time, as on a device, not the host's (None: the kernel's time stays).
+        self._now_ms = now_ms
         self._users = users if can_own() else None  # who owns what the phone makes (None: no owners)
         self.lock = lock
         # Called when a folder, or a file outside QUIET_DIRS, is written, appears, goes or moves: a screen
@@ -69,9 +73,11 @@ class Storage:
         return any(p == root or p.startswith(root + "/") for root in WRITABLE_ROOTS)
 
     def readable(self, path: str) -> bool:
-        """What adb's shell user may read: not the apps' private data under /data (but /data/local/tmp)."""
+        """What adb's shell user may read: not the apps' private data under /data (but /data/local/tmp, and
+        the bug reports, which are the shell user's own)."""
         p = android_path(path)
-        return self.writable(p) or not (p == "/data" or p.startswith("/data/"))
+        own = p == BUGREPORTS or p.startswith(BUGREPORTS + "/")
+        return own or self.writable(p) or not (p == "/data" or p.startswith("/data/"))
 
     def stat(self, path: str, as_root: bool = False) -> tuple[int, int, int] | None:
         """(mode, size, mtime in s) of a file or folder, None if there is none the caller may see."""
@@ -94,7 +100,18 @@ class Storage:
             except OSError:
                 return None
 
-    def write(self, path: str, data: bytes, append: bool = False) -> None:
+    def _stamp(self, hosts: list[Path], mtime_s: int | None = None) -> None:
+        """Sets the times of what was just written: `mtime_s` (a push keeps the client's), else now on
+        the phone's clock."""
+        ns = mtime_s * 10**9 if mtime_s is not None else None
+        if ns is None and self._now_ms is not None:
+            ns = self._now_ms() * 10**6
+        if ns is not None:
+            for host in hosts:
+                os.utime(host, ns=(ns, ns))
+
+    def write(self, path: str, data: bytes, append: bool = False, mtime_s: int | None = None) -> None:
+        """Writes a file as the phone does; `mtime_s`: the time it gets instead of the phone's now."""
         p = normpath(path)
         if p == "/dev/null":
             return
@@ -112,6 +129,9 @@ class Storage:
             if new:
                 host.chmod(0o660)  # as files on shared storage show on Android (and as the shell makes them)
                 self._own(p, host)
+            self._stamp([host, host.parent] if new else [host], mtime_s)
+            if new and mtime_s is not None:
+                self._stamp([host.parent])  # the folder changed now; the file keeps the time it was given
             self._changed(p)
 
     def make_dirs(self, path: str, parents: bool = True) -> None:
@@ -136,6 +156,7 @@ class Storage:
             for d in missing:
                 self._own(str(d.relative_to(self.tree.root)), d)
             if missing:
+                self._stamp([*missing, missing[-1].parent])
                 self._changed(p, is_dir=True)
 
     def remove(self, path: str) -> bool:

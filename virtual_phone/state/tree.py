@@ -19,6 +19,8 @@ SDCARD = "/storage/emulated/0"
 # Android names of shared storage: /sdcard → /storage/self/primary → /storage/emulated/0 on Android 14.
 SDCARD_ALIASES = ("/sdcard", "/storage/self/primary", "/mnt/sdcard")
 WRITABLE_ROOTS = (SDCARD, "/data/local/tmp")
+# Where dumpstate leaves bug reports (the Shell app's files, the shell user's); /bugreports points here.
+BUGREPORTS = "/data/user_de/0/com.android.shell/files/bugreports"
 # Folders a fresh emulator has; files may be pushed into them.
 DEFAULT_DIRS = (
     "/data/local/tmp",
@@ -38,6 +40,8 @@ def android_path(path: str) -> str:
     for alias in SDCARD_ALIASES:
         if p == alias or p.startswith(alias + "/"):
             return SDCARD + p[len(alias) :]
+    if p == "/bugreports" or p.startswith("/bugreports/"):
+        return BUGREPORTS + p[len("/bugreports") :]
     return p
 
 
