@@ -77,7 +77,7 @@ class Binder:
                 pid, peer_uid = _peer(conn)
                 uid = peer_uid if self._peer_uid else int(said_uid) if said_uid.isdigit() else None
                 caller = self._caller(cwd, uid)
-                caller.stdin_fd, caller.stdout_fd, caller.pid = fds[0], fds[1], _sandbox_pid(pid)
+                caller.stdin_fd, caller.stdout_fd, caller.host_pid = fds[0], fds[1], pid
                 caller.gone = lambda: _hung_up(conn)
                 rc = self.run(caller, name, args, fds[1], fds[2])
                 conn.send(str(rc).encode())
@@ -117,18 +117,6 @@ def _peer(conn: socket.socket) -> tuple[int, int]:
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     pid, uid, _ = struct.unpack("3i", creds)
     return int(pid), int(uid)
-
-
-def _sandbox_pid(host_pid: int) -> int:
-    """The pid a process has inside the sandbox's pid namespace (the last of /proc/PID/status's NSpid)."""
-    try:
-        with open(f"/proc/{host_pid}/status") as status:
-            for line in status:
-                if line.startswith("NSpid:"):
-                    return int(line.split()[-1])
-    except (OSError, ValueError):
-        pass
-    return host_pid
 
 
 def _hung_up(conn: socket.socket) -> bool:

@@ -44,12 +44,27 @@ class Caller:
     cwd: str = "/"
     stdin_fd: int | None = None  # the program's stdin, for the few that read it (`sqlite3 DB` without SQL)
 
-    # The program's process in the sandbox (pid as the sandbox sees it; 0: run in the phone's process) and
-    # its stdout, for a program that writes as it goes until its process ends (a streaming logcat).
-    pid: int = 0
+    # The program's process (its host pid; 0: run in the phone's process) and its stdout, for a program that
+    # writes as it goes until its process ends (a streaming logcat).
+    host_pid: int = 0
     uid: int = 2000
     stdout_fd: int | None = None
     gone: Callable[[], bool] = lambda: False  # the program's process has ended (its caller killed it)
+
+    @property
+    def pid(self) -> int:
+        """The program's pid as the sandbox sees it (the last of /proc/PID/status's NSpid), looked up only
+        by the programs that record it (`log`); 0: run in the phone's process."""
+        if not self.host_pid:
+            return 0
+        try:
+            with open(f"/proc/{self.host_pid}/status") as status:
+                for line in status:
+                    if line.startswith("NSpid:"):
+                        return int(line.split()[-1])
+        except (OSError, ValueError):
+            pass
+        return self.host_pid
 
     def read_stdin(self, size: int | None = None) -> bytes:
         """The program's stdin to its end, or its first `size` bytes (fewer if it ends first)."""

@@ -129,9 +129,9 @@ class Storage:
             if new:
                 host.chmod(0o660)  # as files on shared storage show on Android (and as the shell makes them)
                 self._own(p, host)
-            self._stamp([host, host.parent] if new else [host], mtime_s)
-            if new and mtime_s is not None:
-                self._stamp([host.parent])  # the folder changed now; the file keeps the time it was given
+            self._stamp([host], mtime_s)
+            if new:
+                self._stamp([host.parent])  # the folder changed now; the file keeps any time it was given
             self._changed(p)
 
     def make_dirs(self, path: str, parents: bool = True) -> None:
