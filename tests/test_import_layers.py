@@ -91,7 +91,8 @@ ALLOWED: dict[str, set[str]] = {
         "task",
         "tune",
     },
-    "tune": {"action", "agent", "builds", "device", "errors", "records", "runner", "screen", "task"},
+    # chat: the base's chat template, which training renders the agent's prompts with as the server does
+    "tune": {"action", "agent", "builds", "chat", "device", "errors", "records", "runner", "screen", "task"},
     "cli": {"commands", "errors", "plugins", "virtual_phone"},  # `agent-eval device` is the phone's command
     "__main__": {"cli"},
     "__init__": {"plugins"},  # installs the plug-in loading that runs before a registry is first asked

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_eval.chat.template import TurnFormat
 from agent_eval.tune.dataset import Example
 
 IGNORE = -100
@@ -24,12 +25,13 @@ class Encoded:
         return sum(1 for x in self.labels if x != IGNORE)
 
 
-def encode(example: Example, tokenizer: Any) -> Encoded:
-    """The prompt as the server renders it (chat template, generation prompt), then answer + <|im_end|>."""
+def encode(example: Example, tokenizer: Any, turn: TurnFormat) -> Encoded:
+    """The prompt as the server renders it (chat template, generation prompt), then the answer and the token
+    that closes an assistant turn in that template (`<|im_end|>` in ChatML)."""
     prompt_text = tokenizer.apply_chat_template(example.messages, tokenize=False, add_generation_prompt=True)
     prompt_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
     answer_ids = tokenizer(example.answer, add_special_tokens=False)["input_ids"]
-    answer_ids = [*answer_ids, tokenizer.convert_tokens_to_ids("<|im_end|>")]
+    answer_ids = [*answer_ids, turn.end_token]
     return Encoded(input_ids=[*prompt_ids, *answer_ids], labels=[IGNORE] * len(prompt_ids) + answer_ids)
 
 

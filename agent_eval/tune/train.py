@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from agent_eval.chat.template import TurnFormat, turn_format
 from agent_eval.errors import ConfigError
 from agent_eval.tune.batches import IGNORE, Encoded, collate, encode, make_batches, padding_id
 from agent_eval.tune.dataset import Example
@@ -105,6 +106,19 @@ def learning_rate(cfg: TrainConfig, step: int, progress: float) -> float:
     if step < cfg.warmup_steps:
         return cfg.learning_rate * (step + 1) / cfg.warmup_steps
     return cfg.learning_rate * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
+
+
+def base_tokenizer(base_dir: Path, examples: list[Example]) -> tuple[Any, TurnFormat]:
+    """The base's tokenizer and how its chat template closes an answer, checked on the first example's
+    prompt: a base whose template cannot carry the agent's prompt is refused before any weight is read."""
+    from transformers import AutoTokenizer
+
+    if not (base_dir / "config.json").is_file():
+        raise ConfigError(f"no base checkpoint at {base_dir}: run `agent-eval builds prepare` first")
+    if not examples:
+        raise ConfigError("no training examples: collect demonstrations first (`agent-eval tune collect`)")
+    tokenizer = AutoTokenizer.from_pretrained(base_dir)
+    return tokenizer, turn_format(tokenizer, examples[0].messages, base_dir)
 
 
 def load_base(base_dir: Path, cfg: TrainConfig) -> tuple[Any, Any]:
@@ -217,8 +231,9 @@ def train(
     import torch
 
     torch.set_num_threads(cfg.threads)
-    model, tokenizer = load_base(base_dir, cfg)
-    encoded = [encode(ex, tokenizer) for ex in examples]
+    tokenizer, turn = base_tokenizer(base_dir, examples)
+    model, _ = load_base(base_dir, cfg)
+    encoded = [encode(ex, tokenizer, turn) for ex in examples]
     kept = [i for i, e in enumerate(encoded) if len(e.input_ids) <= cfg.max_length]
     items, tasks = [encoded[i] for i in kept], [examples[i].task_id for i in kept]
     params = [p for p in model.parameters() if p.requires_grad]
@@ -319,7 +334,7 @@ def _optimizer_step(
 def answer_loss(model: Any, batch: dict[str, Any], *, bf16_autocast: bool) -> tuple[Any, list[float]]:
     """Mean cross-entropy over the answer tokens (the vocabulary projection run only where needed), and per
     example its worst answer-token loss (how wrong its hardest decision still is). The model runs under bf16
-    autocast when asked; the loss is taken in float32."""
+    autocast when asked; the loss is taken in float32, on logits soft-capped where the model's config says."""
     import torch
 
     causal_lm = model.get_base_model()
@@ -331,6 +346,8 @@ def answer_loss(model: Any, batch: dict[str, Any], *, bf16_autocast: bool) -> tu
         ).last_hidden_state
         logits = causal_lm.lm_head(hidden[:, :-1][where])
     logits = logits.float()
+    if cap := getattr(causal_lm.config, "final_logit_softcapping", None):  # as the model's own forward does
+        logits = torch.tanh(logits / cap) * cap
     per_token = torch.nn.functional.cross_entropy(logits, targets[where], reduction="none")
     return per_token.mean(), worst_per_row(per_token.detach(), where)
 

@@ -31,7 +31,7 @@ def _save_text_side(src: Any, out: Path, tokenizer: Any) -> None:
 def dequantize(job: dict[str, Any]) -> None:
     """GGUF → a bf16 HF checkpoint vLLM serves (transformers will not save a GGUF-loaded model itself)."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     name, gguf = job["name"], Path(job["gguf"])
     say(name, f"reading {gguf.name}")
@@ -45,8 +45,8 @@ def dequantize(job: dict[str, Any]) -> None:
         tokenizer.pad_token = tokenizer.eos_token
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    fresh: Any = LlamaForCausalLM(config)  # type: ignore[no-untyped-call,unused-ignore]
-    fresh = fresh.to(torch.bfloat16)
+    # The architecture the GGUF names (Llama for SmolLM2, Gemma 3 ...), as transformers maps it.
+    fresh: Any = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)  # type: ignore[no-untyped-call,unused-ignore]
     missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)
     if unexpected or [k for k in missing if k != "lm_head.weight"]:
         raise SystemExit(f"state dict mismatch: missing {missing}, unexpected {unexpected}")
@@ -128,7 +128,7 @@ def main() -> None:
     from _ladder_script import ladder  # type: ignore[import-not-found,unused-ignore]
 
     jobs: list[dict[str, Any]] = json.loads(sys.argv[1])
-    kinds = {"dequantize-shipped-gguf": dequantize, "quantize": quantize}
+    kinds = {"dequantize-shipped-gguf": dequantize, "dequantize-gguf": dequantize, "quantize": quantize}
     kinds.update(dict.fromkeys(("round", "gptq", "awq"), ladder))
     for job in jobs:
         kinds[job["kind"]](job)

