@@ -18,7 +18,9 @@ MESSAGES = [
     {"role": "user", "content": "Goal: Turn Wi-Fi on."},
 ]
 CHATML = (
-    "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+    "{% for m in messages %}"
+    "{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
 GEMMA_TURNS = (Path(__file__).resolve().parents[2] / "builds/chat_templates/gemma-turns.jinja").read_text()
@@ -26,9 +28,8 @@ SPECIALS = ["<unk>", "<bos>", "<|im_start|>", "<|im_end|>", "<start_of_turn>", "
 
 
 def tokenizer(template: str | None) -> PreTrainedTokenizerFast:
-    words = "You drive a phone . Goal : Turn Wi - Fi on system user assistant model ANSWER - 7f3c \n".split(
-        " "
-    )
+    words = ["You", "drive", "a", "phone", ".", "Goal", ":", "Turn", "Wi", "-", "Fi", "on", "\n"]
+    words += ["system", "user", "assistant", "model", "ANSWER", "7f3c"]
     vocab = {w: i for i, w in enumerate([*SPECIALS, *dict.fromkeys(words)])}
     model = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     model.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -52,7 +53,8 @@ def test_the_answer_ends_with_the_token_that_closes_the_template_s_turn() -> Non
 def test_gemma_turns_put_the_system_message_in_the_first_user_turn() -> None:
     prompt = tokenizer(GEMMA_TURNS).apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True)
     assert prompt == (
-        "<bos><start_of_turn>user\nYou drive a phone.\n\nGoal: Turn Wi-Fi on.<end_of_turn>\n<start_of_turn>model\n"
+        "<bos><start_of_turn>user\nYou drive a phone.\n\nGoal: Turn Wi-Fi on.<end_of_turn>\n"
+        "<start_of_turn>model\n"
     )
 
 
@@ -62,7 +64,8 @@ def test_gemma_turns_put_the_system_message_in_the_first_user_turn() -> None:
         (None, "has no chat template"),
         # Gemma's own instruction template raises on roles out of turn; a template's error is shown as it is
         (
-            "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}",
+            "{% if messages[0]['role'] == 'system' %}"
+            "{{ raise_exception('System role not supported') }}{% endif %}",
             "System role not supported",
         ),
         # renders the user's message only: the system prompt would never reach the model

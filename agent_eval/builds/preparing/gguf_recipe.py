@@ -99,7 +99,13 @@ class GgufKind:
         return Plan(source_hash, made, calibration)
 
 
-TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
+TOKENIZER_FILES = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "tokenizer.model",
+)
 
 
 def tokenizer_hash(source_dir: Path | None) -> str:

@@ -23,6 +23,7 @@ from agent_eval.builds.serving.gguf_file import read_gguf
 from agent_eval.errors import BuildError
 
 SPM_FILE = "tokenizer.model"
+SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "mask_token")
 # What a turn-end check renders: the agent's prompt is a system and a user message.
 PROBE_MESSAGES = [{"role": "system", "content": "You are a phone agent."}, {"role": "user", "content": "Hi."}]
 
@@ -63,7 +64,11 @@ def finish_tokenizer(gguf: Path, out_dir: Path, chat_template: str | None) -> di
         with tempfile.TemporaryDirectory(prefix="spm-") as tmp:
             work = Path(tmp)
             (work / SPM_FILE).write_bytes(sentencepiece_model(vocab))
-            keep = {k: v for k, v in config.items() if k.endswith("_token") or k == "tokenizer_class"}
+            # The class transformers chose for the GGUF, and the special tokens its vocabulary holds; a special
+            # token the class would add by default (Gemma's <mask>) is not added when the vocabulary lacks it.
+            keep: dict[str, Any] = {"tokenizer_class": config.get("tokenizer_class")}
+            for key in SPECIAL_KEYS:
+                keep[key] = config.get(key) if config.get(key) in vocab.pieces else None
             (work / "tokenizer_config.json").write_text(json.dumps(keep), encoding="utf-8")
             tokenizer = AutoTokenizer.from_pretrained(work)
             if len(tokenizer) != len(vocab.pieces):
