@@ -73,6 +73,9 @@ class EngineKind(Protocol[BuildT]):
     - `keeps_draw_under_mask` (default False): True when its seeded sampler keeps the drawn token when tokens
       that were not drawn are masked, so a grid's navigation probe replays its episode up to the stop
       instead of playing every one (bench/bench_probe_replay.py checks an engine; docs/scorecard.md).
+    - `teacher_forcing_apart` (default False): True when the server its builds play on cannot score given
+      answers, so a start for teacher forcing (`Serving(teacher_forcing=True)`) launches another server.
+      A grid with fidelity then plays on the first and starts the second for its probes alone.
     """
 
     name: str
@@ -116,6 +119,11 @@ def options_model(kind: EngineKind[Any]) -> type[EngineOptions]:
 def keeps_draw_under_mask(kind: EngineKind[Any]) -> bool:
     """Whether its seeded sampler keeps the drawn token when undrawn tokens are masked (unstated: False)."""
     return bool(getattr(kind, "keeps_draw_under_mask", False))
+
+
+def teacher_forcing_apart(kind: EngineKind[Any]) -> bool:
+    """Whether teacher forcing needs a server of its own beside the one that plays (unstated: False)."""
+    return bool(getattr(kind, "teacher_forcing_apart", False))
 
 
 _HOLDERS: list[type[BaseModel]] = []  # models with an engine-options field: rebuilt when a kind is added

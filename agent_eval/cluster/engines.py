@@ -113,6 +113,12 @@ class ClusterEngines:
         """Where each build being served answers, by build name."""
         return {name: live.endpoint for name, live in self.live.items()}
 
+    @contextlib.contextmanager
+    def teacher_forcing(self, builds: Sequence[Build]) -> Iterator[dict[str, Endpoint]]:
+        """Where the served builds score given answers: their engines, every one started for `serving` (a
+        grid with fidelity starts a GGUF build on the server that scores them, one request at a time)."""
+        yield self.endpoints()
+
     def _start_actor(self, build: Build) -> tuple[Any, Endpoint, str]:
         ray = ray_module()
         host = ray.remote(max_restarts=0)(EngineHost).options(**engine_options(build))

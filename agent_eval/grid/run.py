@@ -292,13 +292,17 @@ class _Grid:
         try:
             with self.engines.serving(group) as agents:
                 if first and self.fidelity is not None:
-                    self.fidelity.warn_early(group, self.engines.endpoints())
+                    others = [b for b in group if b.name != self.builds.reference]
+                    with self.engines.teacher_forcing(others) as scoring:
+                        self.fidelity.warn_early(others, scoring)
                 tail = self._start_early(following) if following and not probes_after else None
                 summary = self._run_cells(mine, agents, tail)
                 if not summary.complete and self.devices and self._revived():
                     summary = self._run_cells(mine, self.engines.agents(), tail)
                 if phase_one and self.fidelity is not None:
-                    self.fidelity.probe(group, self.engines.endpoints(), reference_only=first)
+                    probed = [b for b in group if not first or b.name == self.builds.reference]
+                    with self.engines.teacher_forcing(probed) as scoring:
+                        self.fidelity.probe(probed, scoring, reference_only=first)
                 self.result.unfinished(summary)
         except BuildError as e:  # this build's engine would not start: the others still run
             self.result.engine_errors.append(str(e))
@@ -426,7 +430,8 @@ def _session(
         )
         serving = Serving(
             slots=len(devices) if devices is not None else spec.device_count,  # a slot per phone
-            # Its probes go to the engines the episodes use: they must score given answers.
+            # Its probes go to the engines the episodes use, which must score given answers; a kind that
+            # does that on another server plays on its own and starts that one for the probes.
             teacher_forcing=spec.fidelity is not False,
         )
         engines = (

@@ -9,21 +9,22 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agent_eval.agent.agents import get_agent
 from agent_eval.agent.policy import Policy
 from agent_eval.builds import Build, ServedBuild, Serving, serve
-from agent_eval.builds.engine_kinds import ONE_AT_A_TIME
+from agent_eval.builds.engine_kinds import ONE_AT_A_TIME, teacher_forcing_apart
 from agent_eval.builds.serving.host import port_is_free
 from agent_eval.chat.client import ChatClient, Usage, add_usage
 from agent_eval.chat.endpoint import Endpoint
 from agent_eval.device.backend import DeviceRequest, EpisodeDevice, device_backend
-from agent_eval.errors import ConfigError
+from agent_eval.errors import BuildError, ConfigError
 from agent_eval.grid.prestart import EarlyStart, room_to_start_early
 from agent_eval.grid.spec import GridSpec
 from agent_eval.records import BuildManifest
+from agent_eval.rundir import fidelity_serving_dir
 from agent_eval.runner.loop import BuildAgent
 from agent_eval.task import TaskInstance
 
@@ -78,7 +79,9 @@ class Engines:
     `start_early(build)` starts the next block's engine while the current block's last cells play, when
     memory leaves room (grid/prestart.py); `serving()` takes it over. `close()` stops what is left.
     `serving`: what each engine is started for: its slots, requests answered at once (the grid's phones),
-    and whether it must also score given answers (a grid with fidelity probes them).
+    and whether it must also score given answers (a grid with fidelity probes them). A kind whose play server
+    cannot (`teacher_forcing_apart`: llama.cpp) plays on its fast server; `teacher_forcing()` starts the
+    other for the probes.
     """
 
     def __init__(
@@ -144,7 +147,7 @@ class Engines:
                     port=port,
                     manifest=manifest,
                     on_created=on_created,
-                    serving=self.started_for,
+                    serving=self.serving_for(build),
                 )
             )
             client = stack.enter_context(ChatClient(served.endpoint))
@@ -191,6 +194,42 @@ class Engines:
             for build in builds:
                 if not (self.resident and self.available() >= self.reserve_gib):
                     self._stop(build.name)
+
+    def serving_for(self, build: Build) -> Serving:
+        """What `build`'s engine is started for: the grid's, but a kind that teacher-forces on a server of
+        its own plays on its play server (fidelity's probes get the other from `teacher_forcing()`)."""
+        if self.started_for.teacher_forcing and teacher_forcing_apart(build.kind):
+            return replace(self.started_for, teacher_forcing=False)
+        return self.started_for
+
+    @contextlib.contextmanager
+    def teacher_forcing(self, builds: Sequence[Build]) -> Iterator[dict[str, Endpoint]]:
+        """Where each served build of `builds` scores given answers, for fidelity's probes: its engine, or,
+        for a kind that plays on a server that cannot (llama.cpp's llama-server), a server started for the
+        probes beside it and stopped after them (its record and log in fidelity/engines/). A build whose
+        probe server does not start is said and left out; its episodes are not touched."""
+        endpoints = self.endpoints()
+        with contextlib.ExitStack() as stack:
+            for build in builds:
+                if build.name not in endpoints or self.serving_for(build) == self.started_for:
+                    continue
+                self.say(f"starting the {build.engine} server that scores given answers for {build.name} ...")
+                try:
+                    served = stack.enter_context(
+                        serve(
+                            build,
+                            fidelity_serving_dir(self.run_dir),
+                            port=self._port(build),
+                            manifest=self.manifests.get(build.name),
+                            serving=Serving(teacher_forcing=True),
+                        )
+                    )
+                except BuildError as e:
+                    self.say(f"[yellow]fidelity: {build.name} not probed: {e}")
+                    del endpoints[build.name]
+                    continue
+                endpoints[build.name] = served.endpoint
+            yield endpoints
 
     def close(self) -> None:
         """Stop every engine still up (the resident ones, and any started early), recording their usage."""

@@ -64,8 +64,9 @@ def finish_tokenizer(gguf: Path, out_dir: Path, chat_template: str | None) -> di
         with tempfile.TemporaryDirectory(prefix="spm-") as tmp:
             work = Path(tmp)
             (work / SPM_FILE).write_bytes(sentencepiece_model(vocab))
-            # The class transformers chose for the GGUF, and the special tokens its vocabulary holds; a special
-            # token the class would add by default (Gemma's <mask>) is not added when the vocabulary lacks it.
+            # The class transformers chose for the GGUF, and the special tokens its vocabulary holds; a
+            # special token the class would add by default (Gemma's <mask>) is not added when the vocabulary
+            # lacks it.
             keep: dict[str, Any] = {"tokenizer_class": config.get("tokenizer_class")}
             for key in SPECIAL_KEYS:
                 keep[key] = config.get(key) if config.get(key) in vocab.pieces else None

@@ -268,6 +268,7 @@ class LlamaCpp:
     prepares_without_engine = True  # llama.cpp's converter and quantizer need no server
     teacher_forcing = True  # its teacher-forcing server answers vLLM's /tokenize and prompt_logprobs
     keeps_draw_under_mask = False  # llama.cpp's sampler draws by inverse CDF: a mask moves the draw
+    teacher_forcing_apart = True  # llama-server plays; teacher forcing starts llama-cpp-python's server
     images = False  # llama-cpp-python reads images only with a vision projector's chat handler: none is given
 
     def check(self, build: Build) -> None:
@@ -292,8 +293,8 @@ class LlamaCpp:
         raise AssertionError(f"{build.name}: llama.cpp builds are started, not connected to")
 
     def manifest_mode(self, build: Build) -> str | None:
-        # Which server played is in the engine record's command: llama-server, or llama-cpp-python's
-        # server in a grid whose fidelity probes the engines its episodes use.
+        # Which server ran is in the engine record's command: llama-server for episodes, llama-cpp-python's
+        # server for teacher forcing (a grid's fidelity probes: fidelity/engines/).
         return None
 
 
