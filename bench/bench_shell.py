@@ -79,13 +79,18 @@ def summary(times: list[float]) -> str:
 
 
 def start(base_port: int, source: str | None) -> Fleet:
-    """A one-phone fleet whose child process imports virtual_phone from `source` (None: this tree)."""
-    saved = os.environ.get("PYTHONPATH")
-    if source is not None:
-        os.environ["PYTHONPATH"] = source
+    """A one-phone fleet whose child process imports virtual_phone from `source` (None: this tree).
+
+    The child runs `python -m`, which puts its working directory on sys.path ahead of PYTHONPATH: started from
+    this repository, an --old phone was this tree's (until 2026-12-07), so the child starts in `source`."""
+    saved, here = os.environ.get("PYTHONPATH"), os.getcwd()
+    root = source if source is not None else str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = root
+    os.chdir(root)
     try:
         return start_fleet(count=1, base_port=base_port)
     finally:
+        os.chdir(here)
         if saved is None:
             os.environ.pop("PYTHONPATH", None)
         else:
