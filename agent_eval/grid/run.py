@@ -302,7 +302,7 @@ class _Grid:
                 if phase_one and self.fidelity is not None:
                     probed = [b for b in group if not first or b.name == self.builds.reference]
                     with self.engines.teacher_forcing(probed) as scoring:
-                        self.fidelity.probe(probed, scoring, reference_only=first)
+                        self.fidelity.probe(probed, scoring)
                 self.result.unfinished(summary)
         except BuildError as e:  # this build's engine would not start: the others still run
             self.result.engine_errors.append(str(e))

@@ -195,10 +195,14 @@ class Engines:
                 if not (self.resident and self.available() >= self.reserve_gib):
                     self._stop(build.name)
 
+    def _scores_apart(self, build: Build) -> bool:
+        """Whether the grid's probes need a server of their own for `build` (its play server cannot score)."""
+        return self.started_for.teacher_forcing and teacher_forcing_apart(build.kind)
+
     def serving_for(self, build: Build) -> Serving:
         """What `build`'s engine is started for: the grid's, but a kind that teacher-forces on a server of
         its own plays on its play server (fidelity's probes get the other from `teacher_forcing()`)."""
-        if self.started_for.teacher_forcing and teacher_forcing_apart(build.kind):
+        if self._scores_apart(build):
             return replace(self.started_for, teacher_forcing=False)
         return self.started_for
 
@@ -211,7 +215,7 @@ class Engines:
         endpoints = self.endpoints()
         with contextlib.ExitStack() as stack:
             for build in builds:
-                if build.name not in endpoints or self.serving_for(build) == self.started_for:
+                if build.name not in endpoints or not self._scores_apart(build):
                     continue
                 self.say(f"starting the {build.engine} server that scores given answers for {build.name} ...")
                 try:
